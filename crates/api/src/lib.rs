@@ -1,0 +1,1 @@
+//! CAPO v0.14-compatible API types.

@@ -1,0 +1,1 @@
+//! OpenStack client layer.
