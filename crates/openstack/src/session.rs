@@ -1,0 +1,193 @@
+//! A session: one credential + region + trust settings, one Keystone token reused until shortly
+//! before it expires, one version discovery per service, and the request loop with re-auth on
+//! 401, retries with jittered backoff for idempotent requests, rate limiting and metrics.
+
+mod auth;
+mod catalog;
+mod send;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+use secrecy::SecretString;
+use tokio::sync::{Mutex, OnceCell, RwLock};
+
+pub use auth::TOKEN_LABEL;
+pub(crate) use auth::transport_error;
+
+use crate::credentials::Credentials;
+use crate::error::{Error, Result};
+use crate::metrics::ApiMetrics;
+use crate::request::{ApiVersion, Service};
+use crate::retry::{RateLimiter, RetryPolicy};
+use auth::TokenState;
+
+/// Version range a service endpoint announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionRange {
+    /// Minimum supported.
+    pub min: ApiVersion,
+    /// Maximum supported.
+    pub max: ApiVersion,
+}
+
+/// A cheap-to-clone handle on one authenticated session.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    creds: Credentials,
+    http: reqwest::Client,
+    metrics: ApiMetrics,
+    limiter: Arc<RateLimiter>,
+    retry: RetryPolicy,
+    token: RwLock<Option<TokenState>>,
+    /// Single flight for authentication.
+    auth_lock: Mutex<()>,
+    generation: AtomicU64,
+    token_requests: AtomicU64,
+    versions: std::sync::Mutex<HashMap<Service, Arc<OnceCell<VersionRange>>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("credentials", &self.inner.creds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session that authenticates lazily on its first request. `http` is a (shared) pool.
+    pub fn new(
+        creds: Credentials,
+        http: reqwest::Client,
+        metrics: ApiMetrics,
+        limiter: Arc<RateLimiter>,
+        retry: RetryPolicy,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                creds,
+                http,
+                metrics,
+                limiter,
+                retry,
+                token: RwLock::new(None),
+                auth_lock: Mutex::new(()),
+                generation: AtomicU64::new(0),
+                token_requests: AtomicU64::new(0),
+                versions: std::sync::Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The credentials this session uses.
+    pub fn credentials(&self) -> &Credentials {
+        &self.inner.creds
+    }
+
+    /// Effective region.
+    pub fn region(&self) -> Option<&str> {
+        self.inner.creds.region.as_deref()
+    }
+
+    /// Keystone token requests made by this session so far.
+    pub fn token_requests(&self) -> u64 {
+        self.inner.token_requests.load(Ordering::Relaxed)
+    }
+
+    /// Project ID from the token (authenticates if needed).
+    pub async fn project_id(&self) -> Result<String> {
+        let (state, _) = self.token().await?;
+        state.project_id.ok_or_else(|| {
+            Error::Credentials(format!(
+                "cloud {:?}: the token is not scoped to a project",
+                self.inner.creds.cloud_name
+            ))
+        })
+    }
+
+    /// Project name from the token, if Keystone returned one.
+    pub async fn project_name(&self) -> Result<Option<String>> {
+        Ok(self.token().await?.0.project_name)
+    }
+
+    /// Versioned endpoint URL of a service from the token's catalog.
+    pub async fn endpoint(&self, service: Service) -> Result<url::Url> {
+        let (state, _) = self.token().await?;
+        catalog::endpoint_url(
+            &state.catalog,
+            service,
+            self.region(),
+            self.inner.creds.interface(),
+        )
+    }
+
+    /// Supported version range of a service, discovered once per session (one GET).
+    pub async fn versions(&self, service: Service) -> Result<VersionRange> {
+        let cell = {
+            let mut map = self
+                .inner
+                .versions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.entry(service).or_default().clone()
+        };
+        cell.get_or_try_init(|| self.discover(service))
+            .await
+            .copied()
+    }
+
+    /// A valid token (fresh, or newly requested) and its generation.
+    async fn token(&self) -> Result<(TokenState, SecretString)> {
+        if let Some(t) = self.inner.token.read().await.as_ref()
+            && t.is_fresh(Utc::now())
+        {
+            return Ok((t.clone(), t.token.clone()));
+        }
+        self.reauthenticate(None).await
+    }
+
+    /// Get a new token unless another task already replaced generation `stale`.
+    async fn reauthenticate(&self, stale: Option<u64>) -> Result<(TokenState, SecretString)> {
+        let _single = self.inner.auth_lock.lock().await;
+        if let Some(t) = self.inner.token.read().await.as_ref()
+            && t.is_fresh(Utc::now())
+            && stale != Some(t.generation)
+        {
+            return Ok((t.clone(), t.token.clone()));
+        }
+        let mut attempt = 0;
+        let state = loop {
+            attempt += 1;
+            self.inner.limiter.acquire().await;
+            self.inner.token_requests.fetch_add(1, Ordering::Relaxed);
+            let generation = self.inner.generation.fetch_add(1, Ordering::Relaxed) + 1;
+            match auth::authenticate(
+                &self.inner.http,
+                &self.inner.creds,
+                &self.inner.metrics,
+                generation,
+            )
+            .await
+            {
+                Ok(s) => break s,
+                Err(e)
+                    if attempt < self.inner.retry.max_attempts
+                        && e.kind().is_some_and(|k| k.is_retryable()) =>
+                {
+                    tokio::time::sleep(self.inner.retry.backoff(attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        *self.inner.token.write().await = Some(state.clone());
+        let token = state.token.clone();
+        Ok((state, token))
+    }
+}
