@@ -1,1 +1,13 @@
 //! CAPO v0.14-compatible API types.
+//!
+//! `v1beta1` and `v1alpha1` mirror the upstream Cluster API Provider OpenStack v0.14.7 CRDs
+//! field for field; `extensions` adds the optional BA/ACP fields; `crds` renders the CRDs;
+//! `names` and `constants` hold the naming rules and well-known strings shared by controllers.
+
+pub mod constants;
+pub mod crds;
+pub mod extensions;
+pub mod names;
+pub mod schema;
+pub mod v1alpha1;
+pub mod v1beta1;

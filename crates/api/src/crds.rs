@@ -1,0 +1,146 @@
+//! CRD generation: the seven CustomResourceDefinitions, rendered from the Rust types.
+//!
+//! `kube`'s derive builds each schema; [`all`] then applies the few adjustments that make the
+//! result match what controller-gen emits for upstream (see [`normalize_schema`]).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use kube::CustomResourceExt;
+use serde_json::Value;
+
+use crate::v1alpha1::{OpenStackClusterIdentity, OpenStackFloatingIPPool, OpenStackServer};
+use crate::v1beta1::{
+    OpenStackCluster, OpenStackClusterTemplate, OpenStackMachine, OpenStackMachineTemplate,
+};
+
+/// Every CRD of the provider, in a fixed order.
+pub fn all() -> Vec<CustomResourceDefinition> {
+    let mut crds = vec![
+        OpenStackCluster::crd(),
+        OpenStackClusterTemplate::crd(),
+        OpenStackMachine::crd(),
+        OpenStackMachineTemplate::crd(),
+        OpenStackServer::crd(),
+        OpenStackFloatingIPPool::crd(),
+        OpenStackClusterIdentity::crd(),
+    ];
+    for crd in &mut crds {
+        crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+        for version in &mut crd.spec.versions {
+            if let Some(schema) = version
+                .schema
+                .as_mut()
+                .and_then(|s| s.open_api_v3_schema.as_mut())
+            {
+                normalize_schema(schema);
+            }
+        }
+    }
+    crds
+}
+
+/// File name upstream uses for a CRD: `<group>_<plural>.yaml`.
+pub fn file_name(crd: &CustomResourceDefinition) -> String {
+    format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural)
+}
+
+/// Renders a CRD as a YAML document (deterministic: struct fields in declaration order, schema
+/// properties sorted by name).
+pub fn render_yaml(crd: &CustomResourceDefinition) -> String {
+    let mut value = match serde_json::to_value(crd) {
+        Ok(value) => value,
+        Err(e) => return format!("# CRD rendering failed: {e}\n"),
+    };
+    integral_floats_to_ints(&mut value);
+    match serde_yaml::to_string(&value) {
+        Ok(body) => format!("---\n{body}"),
+        // Serializing plain data structs into a String cannot fail; keep a visible marker anyway
+        // so a broken file is caught by the drift test instead of a panic.
+        Err(e) => format!("# CRD rendering failed: {e}\n"),
+    }
+}
+
+/// Adjusts a derived schema to controller-gen's conventions, which upstream's CRDs follow:
+///
+/// - the root declares `apiVersion`, `kind` and `metadata` and requires nothing (a manifest
+///   without `spec` is accepted by the API server, as with upstream);
+/// - no `nullable` anywhere: Go's optional fields are omitted rather than null, and a nullable
+///   field would make the API server keep explicit nulls that upstream prunes;
+/// - int-or-string nodes carry `anyOf: [{type: integer}, {type: string}]` (kube's structural
+///   rewriter empties those branches when it hoists types).
+pub fn normalize_schema(schema: &mut JSONSchemaProps) {
+    let Ok(mut value) = serde_json::to_value(&*schema) else {
+        return;
+    };
+    strip_nullable(&mut value);
+    fix_int_or_string(&mut value);
+    if let Some(root) = value.as_object_mut() {
+        root.remove("required");
+        let props = root
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(props) = props.as_object_mut() {
+            props.insert("apiVersion".into(), root_field("string", API_VERSION_DOC));
+            props.insert("kind".into(), root_field("string", KIND_DOC));
+            props.insert("metadata".into(), serde_json::json!({"type": "object"}));
+        }
+    }
+    if let Ok(normalized) = serde_json::from_value(value) {
+        *schema = normalized;
+    }
+}
+
+const API_VERSION_DOC: &str = "Versioned schema of this representation of an object.";
+const KIND_DOC: &str = "REST resource this object represents, in CamelCase.";
+
+fn root_field(ty: &str, doc: &str) -> Value {
+    serde_json::json!({"type": ty, "description": doc})
+}
+
+fn strip_nullable(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("nullable");
+            map.values_mut().for_each(strip_nullable);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nullable),
+        _ => {}
+    }
+}
+
+fn fix_int_or_string(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+                map.insert(
+                    "anyOf".into(),
+                    serde_json::json!([{"type": "integer"}, {"type": "string"}]),
+                );
+            }
+            map.values_mut().for_each(fix_int_or_string);
+        }
+        Value::Array(items) => items.iter_mut().for_each(fix_int_or_string),
+        _ => {}
+    }
+}
+
+/// `JSONSchemaProps` stores bounds as `f64`; write `1` rather than `1.0`, as upstream does.
+fn integral_floats_to_ints(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n
+                .as_f64()
+                .filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15)
+            {
+                // Exact: integral and far below 2^53.
+                #[allow(clippy::cast_possible_truncation)]
+                let int = f as i64;
+                *value = Value::from(int);
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(integral_floats_to_ints),
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_ints),
+        _ => {}
+    }
+}

@@ -1,0 +1,180 @@
+//! `OpenStackCluster.spec.extensions` (and the same in OpenStackClusterTemplate).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Values Kubespray accepts for `kube_network_plugin`.
+pub const KUBE_NETWORK_PLUGINS: &[&str] = &[
+    "calico",
+    "flannel",
+    "cilium",
+    "kube-ovn",
+    "kube-router",
+    "cni",
+    "none",
+];
+
+/// Load balancer mode backed by an Octavia load balancer.
+pub const LOAD_BALANCER_MODE_OCTAVIA: &str = "Octavia";
+/// Load balancer mode backed by a keepalived VIP on a reserved Neutron port.
+pub const LOAD_BALANCER_MODE_KEEPALIVED: &str = "Keepalived";
+/// Every load balancer mode.
+pub const LOAD_BALANCER_MODES: &[&str] =
+    &[LOAD_BALANCER_MODE_OCTAVIA, LOAD_BALANCER_MODE_KEEPALIVED];
+
+/// Ports an ingress load balancer forwards when `ports` is empty.
+pub const DEFAULT_INGRESS_PORTS: &[i32] = &[80, 443];
+
+/// BA/ACP options of a cluster. Absent means: behave exactly like upstream CAPO.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackClusterExtensions {
+    /// Kubernetes networking choices handed to the bootstrap provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub networking: Option<ClusterNetworking>,
+    /// Guest interface names the network components bind to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_interfaces: Option<ClusterNetworkInterfaces>,
+    /// How the control-plane and ingress VIPs are provided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancers: Option<ClusterLoadBalancers>,
+    /// Platform services (NTP) overrides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<PlatformOptions>,
+    /// SSH access to the nodes for Ansible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<SshOptions>,
+    /// Cilium (VPC CNI) options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cilium: Option<CiliumOptions>,
+}
+
+/// Kubernetes networking choices.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterNetworking {
+    /// Network plugin; feeds `kube_network_plugin`. Kept a string so a newer value never breaks
+    /// reading an object; the CRD restricts it to the Kubespray values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["calico", "flannel", "cilium", "kube-ovn", "kube-router", "cni", "none"]))]
+    pub kube_network_plugin: Option<String>,
+}
+
+/// Guest interface names used by cluster-wide network components.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterNetworkInterfaces {
+    /// Interface flannel binds to; feeds `flannel_interface`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 15))]
+    pub flannel: Option<String>,
+}
+
+/// Control-plane and ingress VIPs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterLoadBalancers {
+    /// VIP of the Kubernetes API; feeds `master_virtual_vip`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<ControlPlaneLoadBalancer>,
+    /// VIP of the ingress controllers on the workers; feeds `ingress_virtual_vip` and `harbor_addr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<IngressLoadBalancer>,
+}
+
+/// How the Kubernetes API VIP is provided.
+///
+/// `Octavia` uses the upstream API server load balancer. `Keepalived` reserves a Neutron port
+/// whose fixed IP is added as an allowed address pair on every control-plane port and carries the
+/// API floating IP, so control-plane upgrades and scale-downs never move the floating IP.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ControlPlaneLoadBalancer {
+    /// `Octavia` or `Keepalived`.
+    #[schemars(extend("enum" = ["Octavia", "Keepalived"]))]
+    pub mode: String,
+    /// Fixed IP to reserve for the VIP in Keepalived mode; allocated by Neutron when unset.
+    #[serde(rename = "vipAddress", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "ipv4"))]
+    pub vip_address: Option<String>,
+    /// keepalived virtual router ID (1-255) in Keepalived mode; the bootstrap provider picks one
+    /// when unset.
+    #[serde(rename = "virtualRouterID", skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 255))]
+    pub virtual_router_id: Option<i32>,
+}
+
+/// How the ingress VIP on the workers is provided.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct IngressLoadBalancer {
+    /// `Octavia` (a load balancer with one listener per port, members are the workers) or
+    /// `Keepalived` (a reserved VIP port allowed on every worker port).
+    #[schemars(extend("enum" = ["Octavia", "Keepalived"]))]
+    pub mode: String,
+    /// TCP ports forwarded to the workers; 80 and 443 when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("items" = {"type": "integer", "minimum": 1, "maximum": 65535}))]
+    #[schemars(extend("x-kubernetes-list-type" = "set"))]
+    pub ports: Vec<i32>,
+    /// Fixed IP to reserve for the VIP; allocated by Neutron when unset.
+    #[serde(rename = "vipAddress", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "ipv4"))]
+    pub vip_address: Option<String>,
+    /// Also attach a floating IP from the external network to the ingress VIP.
+    #[serde(rename = "floatingIP", skip_serializing_if = "Option::is_none")]
+    pub floating_ip: Option<bool>,
+}
+
+impl IngressLoadBalancer {
+    /// The ports to forward, applying the 80/443 default.
+    pub fn effective_ports(&self) -> Vec<i32> {
+        if self.ports.is_empty() {
+            DEFAULT_INGRESS_PORTS.to_vec()
+        } else {
+            self.ports.clone()
+        }
+    }
+}
+
+/// Platform services overrides.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformOptions {
+    /// NTP settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ntp: Option<NtpOptions>,
+}
+
+/// NTP settings.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NtpOptions {
+    /// NTP server for the nodes; feeds `ntp_server` (the bastion address when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub server: Option<String>,
+}
+
+/// SSH access for Ansible.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SshOptions {
+    /// Generate an SSH key pair, register its public key as a Nova key pair and store the
+    /// private key in the `kubernetes.io/ssh-auth` Secret `<cluster>-ssh`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generate_key_pair: Option<bool>,
+    /// Login user on the nodes and the bastion; feeds `ansible_user` in the inventory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub user: Option<String>,
+}
+
+/// Cilium (VPC CNI) options.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CiliumOptions {
+    /// Override of `vpc_cni_webhook_enable`, otherwise derived from the network plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_enable: Option<bool>,
+}

@@ -1,0 +1,176 @@
+//! `OpenStackCluster.status.extensions`: values the provider derived for BA/ACP.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Values the provider derived for the bootstrap and control plane providers.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackClusterStatusExtensions {
+    /// Network plugin inputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub networking: Option<NetworkingStatus>,
+    /// Control-plane and ingress VIPs and the resources behind them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancers: Option<LoadBalancersStatus>,
+    /// Hosts of the cloud's API endpoints and the identity in use (never credentials).
+    #[serde(rename = "openStack", skip_serializing_if = "Option::is_none")]
+    pub open_stack: Option<OpenStackEndpoints>,
+    /// Platform services.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<PlatformStatus>,
+    /// SSH credentials the provider created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<SshStatus>,
+    /// Where the rendered Ansible variables and inventory are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ansible: Option<AnsibleStatus>,
+}
+
+/// Network plugin inputs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkingStatus {
+    /// Cilium (VPC CNI) inputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cilium: Option<CiliumStatus>,
+}
+
+/// Cilium (VPC CNI) inputs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CiliumStatus {
+    /// Project of the Keystone token; feeds `cilium_openstack_project_id`.
+    #[serde(rename = "projectID", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
+    /// Cluster subnet; feeds `cilium_openstack_default_subnet_id`.
+    #[serde(rename = "defaultSubnetID", skip_serializing_if = "Option::is_none")]
+    pub default_subnet_id: Option<String>,
+    /// Managed security groups; feeds `cilium_openstack_security_group_ids`.
+    #[serde(
+        rename = "securityGroupIDs",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub security_group_ids: Vec<String>,
+    /// Effective `vpc_cni_webhook_enable`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_enable: Option<bool>,
+}
+
+/// Control-plane and ingress VIPs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadBalancersStatus {
+    /// Kubernetes API VIP; `vip` feeds `master_virtual_vip`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<VipStatus>,
+    /// Ingress VIP; `vip` feeds `ingress_virtual_vip` and `harbor_addr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingress: Option<VipStatus>,
+}
+
+/// One VIP and the OpenStack resources created for it (recorded so deletion finds them).
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct VipStatus {
+    /// Mode in effect (`Octavia` or `Keepalived`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Fixed VIP address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip: Option<String>,
+    /// Neutron port holding the VIP (the reserved port in Keepalived mode).
+    #[serde(rename = "portID", skip_serializing_if = "Option::is_none")]
+    pub port_id: Option<String>,
+    /// Octavia load balancer in Octavia mode.
+    #[serde(rename = "loadBalancerID", skip_serializing_if = "Option::is_none")]
+    pub load_balancer_id: Option<String>,
+    /// Floating IP address attached to the VIP, if any.
+    #[serde(rename = "floatingIP", skip_serializing_if = "Option::is_none")]
+    pub floating_ip: Option<String>,
+    /// Neutron ID of that floating IP.
+    #[serde(rename = "floatingIPID", skip_serializing_if = "Option::is_none")]
+    pub floating_ip_id: Option<String>,
+}
+
+/// Hosts of the cloud's API endpoints (from the service catalog) and the identity in use.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackEndpoints {
+    /// Host of the cloud's API endpoint; feeds `cloud_master_vip`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mgmt: Option<String>,
+    /// Keystone endpoint host; feeds `openstack_auth_domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keystone: Option<String>,
+    /// Nova endpoint host; feeds `nova`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nova: Option<String>,
+    /// Neutron endpoint host; feeds `neutron`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neutron: Option<String>,
+    /// Cinder endpoint host; feeds `cinder`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cinder: Option<String>,
+    /// Project name; feeds `openstack_project_name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Project domain name; feeds `project_domain_name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_domain: Option<String>,
+    /// Region; feeds `region_name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+}
+
+/// Platform services.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformStatus {
+    /// NTP in effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ntp: Option<NtpStatus>,
+    /// Management access.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub management: Option<ManagementStatus>,
+}
+
+/// NTP in effect.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NtpStatus {
+    /// NTP server; feeds `ntp_server` (the override, else the bastion address).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// Management access.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagementStatus {
+    /// Bastion floating (else fixed) IP; feeds `vip_mgmt`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip: Option<String>,
+}
+
+/// SSH credentials created by the provider.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SshStatus {
+    /// Nova key pair holding the generated public key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_pair_name: Option<String>,
+    /// `kubernetes.io/ssh-auth` Secret holding the private key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+}
+
+/// Where the rendered Ansible inputs are.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AnsibleStatus {
+    /// Secret with `vars.yaml` and `inventory.yaml`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+}

@@ -1,0 +1,68 @@
+//! `OpenStackMachine(Template).spec.extensions` and `OpenStackMachine.status.extensions`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// BA/ACP options of one machine.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackMachineExtensions {
+    /// Guest interface names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_interfaces: Option<MachineNetworkInterfaces>,
+    /// Override of the resources reserved for Kubernetes and the system on this node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_resources: Option<NodeResources>,
+}
+
+/// Guest interface names of one machine.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineNetworkInterfaces {
+    /// Interface keepalived announces the VIPs on; feeds the host variable `keepalived_interface`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 15))]
+    pub keepalived: Option<String>,
+}
+
+/// Resource reservations of one node (`node_resources.<machine>` in the Ansible variables).
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeResources {
+    /// Reserved resources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<ReservedResources>,
+}
+
+/// Kubelet reservations, as Kubernetes quantities (`100m`, `512Mi`, ...).
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservedResources {
+    /// CPU reserved for Kubernetes daemons; feeds `kube_cpu_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_cpu_reserved: Option<String>,
+    /// Memory reserved for Kubernetes daemons; feeds `kube_memory_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_memory_reserved: Option<String>,
+    /// Ephemeral storage reserved for Kubernetes daemons; feeds `kube_ephemeral_storage_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_ephemeral_storage_reserved: Option<String>,
+    /// CPU reserved for system daemons; feeds `system_cpu_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_cpu_reserved: Option<String>,
+    /// Memory reserved for system daemons; feeds `system_memory_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_memory_reserved: Option<String>,
+    /// Ephemeral storage reserved for system daemons; feeds `system_ephemeral_storage_reserved`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_ephemeral_storage_reserved: Option<String>,
+}
+
+/// Values the provider derived for this machine.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackMachineStatusExtensions {
+    /// Reservations in effect: the spec override, else computed from the flavor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_resources: Option<NodeResources>,
+}

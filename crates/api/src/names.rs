@@ -1,0 +1,187 @@
+//! Deterministic names of the OpenStack resources and Kubernetes objects the provider creates.
+//!
+//! They equal upstream CAPO v0.14.7's names, so a management cluster can switch controllers and
+//! the new one finds (adopts) what the old one created.
+
+/// Prefix of every cluster-level Neutron/Octavia resource: `k8s-clusterapi-cluster-<ns>-<name>`.
+/// Used as is for the cluster network, subnet and router.
+pub fn cluster_resource_name(namespace: &str, cluster: &str) -> String {
+    format!("k8s-clusterapi-cluster-{namespace}-{cluster}")
+}
+
+/// Name of the API server load balancer: `k8s-clusterapi-cluster-<ns>-<name>-kubeapi`.
+pub fn api_load_balancer_name(namespace: &str, cluster: &str) -> String {
+    format!("{}-kubeapi", cluster_resource_name(namespace, cluster))
+}
+
+/// Name of a listener, pool or monitor of the API load balancer: `<lb>-<port>`.
+pub fn lb_listener_name(lb_name: &str, port: i32) -> String {
+    format!("{lb_name}-{port}")
+}
+
+/// Name of a load balancer pool member: `<lb>-<port>-<machine>`.
+pub fn lb_member_name(lb_name: &str, port: i32, machine: &str) -> String {
+    format!("{lb_name}-{port}-{machine}")
+}
+
+/// The three managed security groups of a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecurityGroupRole {
+    /// Control-plane nodes.
+    ControlPlane,
+    /// Worker nodes.
+    Worker,
+    /// The bastion host.
+    Bastion,
+}
+
+impl SecurityGroupRole {
+    /// Suffix used in the group name (also the `remoteManagedGroups` value).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Self::ControlPlane => "controlplane",
+            Self::Worker => "worker",
+            Self::Bastion => "bastion",
+        }
+    }
+}
+
+/// Name of a managed security group: `k8s-cluster-<ns>-<name>-secgroup-<role>`.
+pub fn security_group_name(namespace: &str, cluster: &str, role: SecurityGroupRole) -> String {
+    format!(
+        "k8s-cluster-{namespace}-{cluster}-secgroup-{}",
+        role.suffix()
+    )
+}
+
+/// Name of the bastion OpenStackServer: `<cluster>-bastion`.
+pub fn bastion_server_name(cluster: &str) -> String {
+    format!("{cluster}-bastion")
+}
+
+/// Name of a server port: `<server>-<nameSuffix>` or `<server>-<index>`.
+pub fn port_name(server: &str, name_suffix: Option<&str>, index: usize) -> String {
+    match name_suffix {
+        Some(suffix) => format!("{server}-{suffix}"),
+        None => format!("{server}-{index}"),
+    }
+}
+
+/// Name of a server's root volume: `<server>-root`.
+pub fn root_volume_name(server: &str) -> String {
+    format!("{server}-root")
+}
+
+/// Name of an additional block device volume: `<server>-<device>`.
+pub fn block_device_volume_name(server: &str, device: &str) -> String {
+    format!("{server}-{device}")
+}
+
+/// Name of the IPAddressClaim a server makes on its floating IP pool.
+pub fn floating_ip_claim_name(server: &str) -> String {
+    format!("{server}-floating-ip-address")
+}
+
+/// Neutron tag put on floating IPs allocated by a pool.
+pub fn floating_ip_pool_tag(pool: &str) -> String {
+    format!("cluster-api-provider-openstack-fip-pool-{pool}")
+}
+
+/// Provider ID of a server: `openstack://<region>/<instance>` (region may be empty).
+pub fn provider_id(region: &str, instance_id: &str) -> String {
+    format!("openstack://{region}/{instance_id}")
+}
+
+/// Secret with the rendered Ansible inputs of a cluster (BA/ACP extension): `<cluster>-ansible`.
+pub fn ansible_secret_name(cluster: &str) -> String {
+    format!("{cluster}-ansible")
+}
+
+/// Secret with generated SSH credentials (BA/ACP extension): `<cluster>-ssh`.
+pub fn ssh_secret_name(cluster: &str) -> String {
+    format!("{cluster}-ssh")
+}
+
+/// Nova key pair holding the generated public key (BA/ACP extension), namespaced like the other
+/// cluster resources so two clusters of the same name in different namespaces never collide.
+pub fn ssh_keypair_name(namespace: &str, cluster: &str) -> String {
+    cluster_resource_name(namespace, cluster)
+}
+
+/// Neutron port reserved for a keepalived VIP (BA/ACP extension): `<prefix>-<purpose>-vip`,
+/// where purpose is `kubeapi` or `ingress`.
+pub fn vip_port_name(namespace: &str, cluster: &str, purpose: &str) -> String {
+    format!(
+        "{}-{purpose}-vip",
+        cluster_resource_name(namespace, cluster)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_level_names_match_upstream() {
+        assert_eq!(
+            cluster_resource_name("ns", "c1"),
+            "k8s-clusterapi-cluster-ns-c1"
+        );
+        assert_eq!(
+            api_load_balancer_name("ns", "c1"),
+            "k8s-clusterapi-cluster-ns-c1-kubeapi"
+        );
+        assert_eq!(
+            lb_listener_name("k8s-clusterapi-cluster-ns-c1-kubeapi", 6443),
+            "k8s-clusterapi-cluster-ns-c1-kubeapi-6443"
+        );
+        assert_eq!(lb_member_name("lb", 6443, "m-0"), "lb-6443-m-0");
+    }
+
+    #[test]
+    fn security_group_names_match_upstream() {
+        let name = |role| security_group_name("default", "demo", role);
+        assert_eq!(
+            name(SecurityGroupRole::ControlPlane),
+            "k8s-cluster-default-demo-secgroup-controlplane"
+        );
+        assert_eq!(
+            name(SecurityGroupRole::Worker),
+            "k8s-cluster-default-demo-secgroup-worker"
+        );
+        assert_eq!(
+            name(SecurityGroupRole::Bastion),
+            "k8s-cluster-default-demo-secgroup-bastion"
+        );
+    }
+
+    #[test]
+    fn server_level_names_match_upstream() {
+        assert_eq!(bastion_server_name("demo"), "demo-bastion");
+        assert_eq!(port_name("srv", None, 0), "srv-0");
+        assert_eq!(port_name("srv", Some("data"), 1), "srv-data");
+        assert_eq!(root_volume_name("srv"), "srv-root");
+        assert_eq!(block_device_volume_name("srv", "etcd"), "srv-etcd");
+        assert_eq!(floating_ip_claim_name("srv"), "srv-floating-ip-address");
+        assert_eq!(
+            floating_ip_pool_tag("pool"),
+            "cluster-api-provider-openstack-fip-pool-pool"
+        );
+        assert_eq!(provider_id("RegionOne", "abc"), "openstack://RegionOne/abc");
+        assert_eq!(provider_id("", "abc"), "openstack:///abc");
+    }
+
+    #[test]
+    fn extension_names() {
+        assert_eq!(ansible_secret_name("demo"), "demo-ansible");
+        assert_eq!(ssh_secret_name("demo"), "demo-ssh");
+        assert_eq!(
+            ssh_keypair_name("ns", "demo"),
+            "k8s-clusterapi-cluster-ns-demo"
+        );
+        assert_eq!(
+            vip_port_name("ns", "demo", "ingress"),
+            "k8s-clusterapi-cluster-ns-demo-ingress-vip"
+        );
+    }
+}

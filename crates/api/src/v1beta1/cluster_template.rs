@@ -1,0 +1,36 @@
+//! OpenStackClusterTemplate, used by ClusterClass.
+
+use crate::v1beta1::OpenStackClusterSpec;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Desired state of an OpenStackClusterTemplate.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, CustomResource)]
+#[kube(
+    group = "infrastructure.cluster.x-k8s.io",
+    version = "v1beta1",
+    kind = "OpenStackClusterTemplate",
+    plural = "openstackclustertemplates"
+)]
+#[kube(
+    namespaced,
+    shortname = "osct",
+    category = "cluster-api",
+    derive = "PartialEq"
+)]
+#[kube(doc = "Template of OpenStackClusters, referenced by a ClusterClass.")]
+#[kube(label("cluster.x-k8s.io/v1beta1", "v1beta1"))]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackClusterTemplateSpec {
+    /// The template.
+    pub template: OpenStackClusterTemplateResource,
+}
+
+/// Template from which OpenStackClusters are stamped out.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenStackClusterTemplateResource {
+    /// Specification.
+    pub spec: OpenStackClusterSpec,
+}
