@@ -11,3 +11,32 @@ pub fn drop_format(schema: &mut Schema) {
         obj.remove("format");
     }
 }
+
+/// Serde default for booleans that upstream defaults to `true` (for example
+/// `apiServerLoadBalancer.enabled`), so a manifest that omits them reads as the API server
+/// would store it.
+pub fn default_true() -> bool {
+    true
+}
+
+/// A transform that lists `names` in the object's `required` array.
+///
+/// schemars treats a field with a serde default as optional, but upstream marks a few defaulted
+/// fields as required (the API server fills the default first); this restores that.
+pub fn require(names: &'static [&'static str]) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let Some(obj) = schema.as_object_mut() else {
+            return;
+        };
+        let required = obj
+            .entry("required")
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(list) = required.as_array_mut() {
+            for name in names {
+                if !list.iter().any(|v| v == name) {
+                    list.push(serde_json::Value::from(*name));
+                }
+            }
+        }
+    }
+}

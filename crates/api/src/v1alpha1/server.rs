@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Desired state of a standalone Nova server managed by the provider.
-#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, CustomResource)]
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default, CustomResource)]
 // Each `printcolumn(...)` repeats the same keys, which this lint mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[kube(
@@ -119,6 +119,7 @@ pub struct OpenStackServerSpec {
 /// Observed state of an OpenStackServer.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::require(&["ready"]))]
 pub struct OpenStackServerStatus {
     /// Addresses of the server, reported to the Cluster API Machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -133,7 +134,7 @@ pub struct OpenStackServerStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_state: Option<String>,
     /// The resource is ready for use.
-    #[schemars(extend("default" = false))]
+    #[serde(default)]
     pub ready: bool,
     /// Spec with all references resolved, written before anything is created.
     #[serde(skip_serializing_if = "Option::is_none")]

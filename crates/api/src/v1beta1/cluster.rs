@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Desired state of an OpenStackCluster: the network, router, security groups, API endpoint and bastion of one workload cluster.
-#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, CustomResource)]
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default, CustomResource)]
 // Each `printcolumn(...)` repeats the same keys, which this lint mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[kube(
@@ -161,6 +161,7 @@ pub struct OpenStackClusterSpec {
 /// Observed state of an OpenStackCluster, written by the provider.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::require(&["ready"]))]
 pub struct OpenStackClusterStatus {
     /// API server load balancer.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,7 +197,7 @@ pub struct OpenStackClusterStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkStatusWithSubnets>,
     /// Infrastructure is ready (Cluster API v1beta1 contract).
-    #[schemars(extend("default" = false))]
+    #[serde(default)]
     pub ready: bool,
     /// Cluster router.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Desired state of an OpenStackClusterTemplate.
-#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, CustomResource)]
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default, CustomResource)]
 #[kube(
     group = "infrastructure.cluster.x-k8s.io",
     version = "v1beta1",
@@ -28,7 +28,7 @@ pub struct OpenStackClusterTemplateSpec {
 }
 
 /// Template from which OpenStackClusters are stamped out.
-#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackClusterTemplateResource {
     /// Specification.

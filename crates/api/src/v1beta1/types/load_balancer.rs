@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Octavia load balancer placed in front of the Kubernetes API servers.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::require(&["enabled"]))]
 pub struct APIServerLoadBalancer {
     /// Extra TCP ports the load balancer forwards to the control plane.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -25,7 +26,7 @@ pub struct APIServerLoadBalancer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub availability_zone: Option<String>,
     /// Create the load balancer.
-    #[schemars(extend("default" = true))]
+    #[serde(default = "crate::schema::default_true")]
     pub enabled: bool,
     /// Octavia flavor name.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Security groups the provider creates and maintains for the cluster.
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::schema::require(&["allowAllInClusterTraffic"]))]
 pub struct ManagedSecurityGroups {
     /// Rules added to both the control plane and the worker security groups.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -13,7 +14,7 @@ pub struct ManagedSecurityGroups {
     #[schemars(extend("x-kubernetes-list-type" = "map"))]
     pub all_nodes_security_group_rules: Vec<SecurityGroupRuleSpec>,
     /// Allow all traffic between cluster nodes instead of the minimal Kubernetes rule set.
-    #[schemars(extend("default" = false))]
+    #[serde(default)]
     pub allow_all_in_cluster_traffic: bool,
     /// Rules added only to the control plane security group.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
