@@ -1,0 +1,104 @@
+//! Throw-away credentials for one environment: a CA, the API server's serving certificate,
+//! the service-account signing key and an admin bearer token.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, KeyUsagePurpose,
+    SanType,
+};
+
+use crate::error::{Error, Result};
+
+/// Files written for the API server plus what a client needs to trust and reach it.
+pub struct Credentials {
+    /// CA certificate (PEM) that signed the serving certificate.
+    pub ca_pem: String,
+    /// Serving certificate file.
+    pub serving_cert: PathBuf,
+    /// Serving key file.
+    pub serving_key: PathBuf,
+    /// Service-account signing key (private key PEM).
+    pub sa_key: PathBuf,
+    /// Its public key (PEM), which the API server uses to verify tokens.
+    pub sa_pub: PathBuf,
+    /// Static token file granting `token` to an admin in `system:masters`.
+    pub token_file: PathBuf,
+    /// The admin bearer token; kept out of Debug output.
+    token: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("serving_cert", &self.serving_cert)
+            .field("token_file", &self.token_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// Generates everything and writes the files into `dir`.
+    pub fn generate(dir: &Path) -> Result<Self> {
+        let ca_key = KeyPair::generate()?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.distinguished_name = name("capo-testkit-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = ca_params.self_signed(&ca_key)?;
+
+        let serving_key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
+        params.distinguished_name = name("kube-apiserver");
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        let serving = params.signed_by(&serving_key, &ca, &ca_key)?;
+
+        let sa_key = KeyPair::generate()?;
+        let token = random_token();
+
+        let creds = Self {
+            ca_pem: ca.pem(),
+            serving_cert: dir.join("apiserver.crt"),
+            serving_key: dir.join("apiserver.key"),
+            sa_key: dir.join("sa.key"),
+            sa_pub: dir.join("sa.pub"),
+            token_file: dir.join("tokens.csv"),
+            token,
+        };
+        write(&dir.join("ca.crt"), &creds.ca_pem)?;
+        write(&creds.serving_cert, &serving.pem())?;
+        write(&creds.serving_key, &serving_key.serialize_pem())?;
+        write(&creds.sa_key, &sa_key.serialize_pem())?;
+        write(&creds.sa_pub, &sa_key.public_key_pem())?;
+        // Format: token,user,uid,"group,..." — system:masters bypasses RBAC.
+        let line = format!("{},capo-admin,capo-admin,\"system:masters\"\n", creds.token);
+        write(&creds.token_file, &line)?;
+        Ok(creds)
+    }
+
+    /// The admin bearer token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+fn name(common_name: &str) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, common_name);
+    dn
+}
+
+/// A random token; it lives as long as one test process and only on 127.0.0.1.
+fn random_token() -> String {
+    rand::random::<[u8; 24]>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn write(path: &Path, contents: &str) -> Result<()> {
+    std::fs::write(path, contents).map_err(Error::io(format!("writing {}", path.display())))
+}
