@@ -64,12 +64,7 @@ struct Node<'a> {
 }
 
 /// Flattens a schema into `path -> node`, descending into properties, array items and map values.
-fn flatten<'a>(
-    schema: &'a Value,
-    path: String,
-    required: bool,
-    out: &mut Vec<(String, Node<'a>)>,
-) {
+fn flatten<'a>(schema: &'a Value, path: String, required: bool, out: &mut Vec<(String, Node<'a>)>) {
     out.push((path.clone(), Node { schema, required }));
     let required_names: BTreeSet<&str> = schema
         .get("required")
@@ -78,8 +73,17 @@ fn flatten<'a>(
         .unwrap_or_default();
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, child) in props {
-            let child_path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
-            flatten(child, child_path, required_names.contains(name.as_str()), out);
+            let child_path = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            flatten(
+                child,
+                child_path,
+                required_names.contains(name.as_str()),
+                out,
+            );
         }
     }
     if let Some(items) = schema.get("items") {
@@ -149,7 +153,12 @@ fn compare_node(path: &str, upstream: &Node, ours: &Node) -> Vec<String> {
 /// Compares the CRD envelope: everything but the schemas and descriptions.
 fn compare_envelope(file: &str, upstream: &Value, ours: &Value) -> Vec<String> {
     let mut diffs = Vec::new();
-    let pointers = ["/spec/group", "/spec/names", "/spec/scope", "/metadata/name"];
+    let pointers = [
+        "/spec/group",
+        "/spec/names",
+        "/spec/scope",
+        "/metadata/name",
+    ];
     for ptr in pointers {
         if upstream.pointer(ptr) != ours.pointer(ptr) {
             diffs.push(format!(
@@ -159,11 +168,19 @@ fn compare_envelope(file: &str, upstream: &Value, ours: &Value) -> Vec<String> {
             ));
         }
     }
+    // Upstream adds the contract label with kustomize; we put it in the CRD itself, so that
+    // clusterctl finds the contract whichever way the CRDs are installed.
     let contract = "/metadata/labels/cluster.x-k8s.io~1v1beta1";
-    if upstream.pointer(contract) != ours.pointer(contract) {
-        diffs.push(format!("{file}: contract label cluster.x-k8s.io/v1beta1 differs"));
+    if ours.pointer(contract).and_then(Value::as_str) != Some("v1beta1") {
+        diffs.push(format!(
+            "{file}: label cluster.x-k8s.io/v1beta1: v1beta1 missing"
+        ));
     }
-    let versions = |crd: &Value| crd.pointer("/spec/versions").and_then(Value::as_array).cloned();
+    let versions = |crd: &Value| {
+        crd.pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .cloned()
+    };
     let (u_versions, o_versions) = (versions(upstream), versions(ours));
     let (Some(u_versions), Some(o_versions)) = (u_versions, o_versions) else {
         diffs.push(format!("{file}: spec.versions missing"));
@@ -228,12 +245,20 @@ fn compare_file(file: &str, ours_dir: &Path) -> FileReport {
     let ours = load_yaml(&ours_path);
     let mut diffs = compare_envelope(file, &upstream, &ours);
     let (mut matched, mut total) = (0, 0);
-    for u_version in upstream.pointer("/spec/versions").and_then(Value::as_array).into_iter().flatten() {
+    for u_version in upstream
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let name = u_version.get("name").and_then(Value::as_str).unwrap_or("");
         let o_version = ours
             .pointer("/spec/versions")
             .and_then(Value::as_array)
-            .and_then(|vs| vs.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(name)));
+            .and_then(|vs| {
+                vs.iter()
+                    .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
+            });
         let schema_of = |v: &Value| v.pointer("/schema/openAPIV3Schema").cloned();
         let u_schema = schema_of(u_version).unwrap_or(Value::Null);
         let o_schema = o_version.and_then(schema_of).unwrap_or(Value::Null);
@@ -255,7 +280,11 @@ fn compare_file(file: &str, ours_dir: &Path) -> FileReport {
             }
         }
     }
-    FileReport { matched, total, diffs }
+    FileReport {
+        matched,
+        total,
+        diffs,
+    }
 }
 
 #[test]
