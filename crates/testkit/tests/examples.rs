@@ -1,6 +1,8 @@
 //! Every upstream-style manifest passes a server-side dry-run apply against our CRDs (plus the
 //! Cluster API and ORC CRDs): the upstream CAPO v0.14.7 cluster templates with their variables
-//! filled in, and the v1beta1/v1alpha1 examples under `tests/data/examples/`.
+//! filled in, the seed 001 (CAPO book) examples rebuilt by the api crate
+//! (`crates/api/tests/data/seed-001/accepted`), and the v1beta1/v1alpha1 examples under
+//! `tests/data/examples/`. The book's stale snippets (`seed-001/rejected`) are refused.
 //!
 //! Kinds whose CRDs the environment does not install (kubeadm bootstrap/control plane,
 //! ClusterClass) are left out of each template; the test prints what it skipped.
@@ -55,6 +57,12 @@ fn template_vars() -> BTreeMap<&'static str, &'static str> {
         ("FLATCAR_IMAGE_NAME", "flatcar-stable"),
         ("OPENSTACK_SSH_KEY_NAME", "capo-key"),
     ])
+}
+
+fn seed_dir(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../api/tests/data/seed-001")
+        .join(sub)
 }
 
 fn data_dir(sub: &str) -> PathBuf {
@@ -143,5 +151,40 @@ async fn v1beta1_and_v1alpha1_examples_pass_dry_run() -> TestResult {
     let _logs = env.logs_on_failure();
     let failures = dry_run_files(&files, false).await?;
     assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn seed_001_book_examples_pass_dry_run() -> TestResult {
+    let files = yaml_files(&seed_dir("accepted"));
+    assert!(
+        !files.is_empty(),
+        "no seed 001 examples in crates/api/tests/data/seed-001/accepted"
+    );
+    let env = shared_env().await?;
+    let _logs = env.logs_on_failure();
+    let failures = dry_run_files(&files, false).await?;
+    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn seed_001_stale_examples_are_rejected() -> TestResult {
+    let files = yaml_files(&seed_dir("rejected"));
+    assert!(
+        !files.is_empty(),
+        "no stale seed 001 examples in crates/api/tests/data/seed-001/rejected"
+    );
+    let env = shared_env().await?;
+    let _logs = env.logs_on_failure();
+    let ns = env.new_namespace("stale").await?;
+    for file in files {
+        let yaml = std::fs::read_to_string(&file)?;
+        let verdict = apply_yaml(&env.client(), &ns, &yaml, true).await?;
+        match verdict {
+            Ok(_) => panic!("{} was accepted", file.display()),
+            Err(rejected) => eprintln!("{}: {rejected}", file.display()),
+        }
+    }
     Ok(())
 }
