@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::metrics::ApiMetrics;
 use crate::retry::{RateLimit, RateLimiter, RetryPolicy};
 use crate::session::Session;
-use crate::tls::{HttpOptions, TlsSettings, build_client};
+use crate::tls::{ConnectionCounter, HttpOptions, TlsSettings, build_client};
 
 /// Settings for every session the cache creates.
 #[derive(Debug, Clone)]
@@ -65,6 +65,7 @@ struct State {
 pub struct SessionCache {
     config: ClientConfig,
     metrics: ApiMetrics,
+    connections: ConnectionCounter,
     state: Mutex<State>,
 }
 
@@ -101,6 +102,7 @@ impl SessionCache {
         Self {
             config,
             metrics,
+            connections: ConnectionCounter::default(),
             state: Mutex::new(State::default()),
         }
     }
@@ -122,6 +124,11 @@ impl SessionCache {
     /// Connection pools currently held.
     pub fn pools(&self) -> usize {
         self.lock().pools.len()
+    }
+
+    /// HTTP connections opened by all pools since start.
+    pub fn connections_opened(&self) -> u64 {
+        self.connections.opened()
     }
 
     /// Sessions created since start (a miss creates one).
@@ -148,7 +155,7 @@ impl SessionCache {
         let http = match st.pools.get(&pool_key) {
             Some(c) => c.clone(),
             None => {
-                let c = build_client(&tls, &self.config.http)?;
+                let c = build_client(&tls, &self.config.http, &self.connections)?;
                 st.pools.insert(pool_key, c.clone());
                 c
             }

@@ -6,7 +6,7 @@ mod auth;
 mod catalog;
 mod send;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,7 +45,7 @@ struct Inner {
     metrics: ApiMetrics,
     limiter: Arc<RateLimiter>,
     retry: RetryPolicy,
-    token: RwLock<Option<TokenState>>,
+    token: RwLock<Option<Arc<TokenState>>>,
     /// Single flight for authentication.
     auth_lock: Mutex<()>,
     generation: AtomicU64,
@@ -104,7 +104,7 @@ impl Session {
     /// Project ID from the token (authenticates if needed).
     pub async fn project_id(&self) -> Result<String> {
         let (state, _) = self.token().await?;
-        state.project_id.ok_or_else(|| {
+        state.project_id.clone().ok_or_else(|| {
             Error::Credentials(format!(
                 "cloud {:?}: the token is not scoped to a project",
                 self.inner.creds.cloud_name
@@ -114,7 +114,7 @@ impl Session {
 
     /// Project name from the token, if Keystone returned one.
     pub async fn project_name(&self) -> Result<Option<String>> {
-        Ok(self.token().await?.0.project_name)
+        Ok(self.token().await?.0.project_name.clone())
     }
 
     /// Versioned endpoint URL of a service from the token's catalog.
@@ -126,6 +126,33 @@ impl Session {
             self.region(),
             self.inner.creds.interface(),
         )
+    }
+
+    /// Host of every catalog service's endpoint for this session's interface and region, by
+    /// catalog type (`identity`, `compute`, `network`, `volumev3`, ...), plus `auth` for the
+    /// Keystone auth URL. No credentials: meant for status fields such as the BA/ACP
+    /// `openstack_auth_domain` / `openstack_nova` variables.
+    pub async fn endpoint_hosts(&self) -> Result<BTreeMap<String, String>> {
+        let (state, _) = self.token().await?;
+        let mut out = BTreeMap::new();
+        let host = |u: &str| {
+            url::Url::parse(u)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+        };
+        if let Some(h) = host(self.inner.creds.auth_url()) {
+            out.insert("auth".to_owned(), h);
+        }
+        for svc in &state.catalog {
+            let ep = svc.endpoints.iter().find(|e| {
+                e.interface == self.inner.creds.interface()
+                    && self.region().is_none_or(|r| e.region.as_deref() == Some(r))
+            });
+            if let Some(h) = ep.and_then(|e| host(&e.url)) {
+                out.insert(svc.service_type.clone(), h);
+            }
+        }
+        Ok(out)
     }
 
     /// Supported version range of a service, discovered once per session (one GET).
@@ -144,7 +171,7 @@ impl Session {
     }
 
     /// A valid token (fresh, or newly requested) and its generation.
-    async fn token(&self) -> Result<(TokenState, SecretString)> {
+    async fn token(&self) -> Result<(Arc<TokenState>, SecretString)> {
         if let Some(t) = self.inner.token.read().await.as_ref()
             && t.is_fresh(Utc::now())
         {
@@ -154,7 +181,7 @@ impl Session {
     }
 
     /// Get a new token unless another task already replaced generation `stale`.
-    async fn reauthenticate(&self, stale: Option<u64>) -> Result<(TokenState, SecretString)> {
+    async fn reauthenticate(&self, stale: Option<u64>) -> Result<(Arc<TokenState>, SecretString)> {
         let _single = self.inner.auth_lock.lock().await;
         if let Some(t) = self.inner.token.read().await.as_ref()
             && t.is_fresh(Utc::now())
@@ -186,6 +213,7 @@ impl Session {
                 Err(e) => return Err(e),
             }
         };
+        let state = Arc::new(state);
         *self.inner.token.write().await = Some(state.clone());
         let token = state.token.clone();
         Ok((state, token))

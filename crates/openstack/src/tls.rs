@@ -10,6 +10,7 @@
 //! (reqwest is built without its `system-proxy` feature), so no environment variable is read.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rustls_pki_types::CertificateDer;
@@ -107,9 +108,65 @@ impl Default for HttpOptions {
     }
 }
 
+/// Counts connection attempts of the HTTP clients it is installed in (a tower layer around
+/// reqwest's connector), so benchmarks and metrics can show how many TCP/TLS connections a
+/// workload opened.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionCounter(Arc<AtomicU64>);
+
+impl ConnectionCounter {
+    /// Connections opened (attempted) so far.
+    pub fn opened(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl<S> tower_layer::Layer<S> for ConnectionCounter {
+    type Service = Counted<S>;
+    fn layer(&self, inner: S) -> Counted<S> {
+        Counted {
+            inner,
+            counter: self.0.clone(),
+        }
+    }
+}
+
+/// The connector wrapped by [`ConnectionCounter`].
+#[derive(Debug, Clone)]
+pub struct Counted<S> {
+    inner: S,
+    counter: Arc<AtomicU64>,
+}
+
+impl<S, R> tower_service::Service<R> for Counted<S>
+where
+    S: tower_service::Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::result::Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        self.counter.fetch_add(1, Ordering::Relaxed);
+        self.inner.call(req)
+    }
+}
+
 /// Build an HTTP client (one connection pool) for these trust settings.
-pub fn build_client(tls: &TlsSettings, opts: &HttpOptions) -> Result<reqwest::Client> {
+pub fn build_client(
+    tls: &TlsSettings,
+    opts: &HttpOptions,
+    counter: &ConnectionCounter,
+) -> Result<reqwest::Client> {
     let mut b = reqwest::Client::builder()
+        .connector_layer(counter.clone())
         .timeout(opts.timeout)
         .connect_timeout(opts.connect_timeout)
         .pool_max_idle_per_host(opts.max_idle_per_host)
@@ -158,7 +215,7 @@ mod tests {
             verify: true,
             ..Default::default()
         };
-        let e = build_client(&tls, &HttpOptions::default())
+        let e = build_client(&tls, &HttpOptions::default(), &ConnectionCounter::default())
             .unwrap_err()
             .to_string();
         assert!(e.contains("cacert"), "{e}");

@@ -44,7 +44,7 @@ pub(crate) fn endpoint_url(
     url::Url::parse(&url).map_err(|_| no_endpoint())
 }
 
-/// The URL whose GET returns the version document: the versioned endpoint for Nova, the
+/// The URL whose GET returns the version document: the versioned endpoint for Nova and Cinder, the
 /// service root (version segment and, for Cinder, project ID stripped) otherwise.
 pub(crate) fn discovery_url(endpoint: &url::Url, service: Service) -> url::Url {
     let mut u = endpoint.clone();
@@ -62,7 +62,9 @@ pub(crate) fn discovery_url(endpoint: &url::Url, service: Service) -> url::Url {
         // .../v2 → ... (the root lists all versions)
         _ => segs.len().saturating_sub(1),
     };
-    let path = format!("/{}/", segs[..keep].join("/")).replace("//", "/");
+    // No trailing slash: every service answers `/v2.1` and `/`-less roots, not all routers
+    // answer the slashed form.
+    let path = format!("/{}", segs[..keep].join("/"));
     u.set_path(&path);
     u
 }
