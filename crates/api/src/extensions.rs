@@ -10,6 +10,7 @@
 mod cluster;
 mod cluster_status;
 mod machine;
+mod node_resources;
 
 pub use cluster::{
     CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces, ClusterNetworking,
@@ -26,3 +27,4 @@ pub use machine::{
     MachineNetworkInterfaces, NodeResources, OpenStackMachineExtensions,
     OpenStackMachineStatusExtensions, ReservedResources,
 };
+pub use node_resources::reserved_for_flavor;

@@ -178,3 +178,79 @@ pub struct CiliumOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook_enable: Option<bool>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_names_follow_the_contract() {
+        let ext = OpenStackClusterExtensions {
+            networking: Some(ClusterNetworking {
+                kube_network_plugin: Some("cilium".into()),
+            }),
+            network_interfaces: Some(ClusterNetworkInterfaces {
+                flannel: Some("eth1".into()),
+            }),
+            load_balancers: Some(ClusterLoadBalancers {
+                control_plane: Some(ControlPlaneLoadBalancer {
+                    mode: LOAD_BALANCER_MODE_KEEPALIVED.into(),
+                    vip_address: Some("10.6.0.5".into()),
+                    virtual_router_id: Some(51),
+                }),
+                ingress: None,
+            }),
+            platform: Some(PlatformOptions {
+                ntp: Some(NtpOptions {
+                    server: Some("ntp.example".into()),
+                }),
+            }),
+            ssh: Some(SshOptions {
+                generate_key_pair: Some(true),
+                user: None,
+            }),
+            cilium: Some(CiliumOptions {
+                webhook_enable: Some(false),
+            }),
+        };
+        let value = serde_json::to_value(&ext).unwrap_or_default();
+        assert_eq!(
+            value,
+            json!({
+                "networking": {"kubeNetworkPlugin": "cilium"},
+                "networkInterfaces": {"flannel": "eth1"},
+                "loadBalancers": {"controlPlane": {"mode": "Keepalived", "vipAddress": "10.6.0.5", "virtualRouterID": 51}},
+                "platform": {"ntp": {"server": "ntp.example"}},
+                "ssh": {"generateKeyPair": true},
+                "cilium": {"webhookEnable": false}
+            })
+        );
+    }
+
+    #[test]
+    fn empty_extensions_serialize_to_nothing() {
+        let value = serde_json::to_value(OpenStackClusterExtensions::default()).unwrap_or_default();
+        assert_eq!(value, json!({}));
+    }
+
+    #[test]
+    fn ingress_ports_default_to_http_and_https() {
+        let lb: IngressLoadBalancer =
+            serde_json::from_value(json!({"mode": "Octavia"})).unwrap_or_default();
+        assert_eq!(lb.effective_ports(), vec![80, 443]);
+        let lb: IngressLoadBalancer =
+            serde_json::from_value(json!({"mode": "Octavia", "ports": [8443]})).unwrap_or_default();
+        assert_eq!(lb.effective_ports(), vec![8443]);
+    }
+
+    #[test]
+    fn schema_restricts_the_plugin_and_modes() {
+        let crd = crate::crds::all().remove(0);
+        let text = serde_json::to_string(&crd).unwrap_or_default();
+        for plugin in KUBE_NETWORK_PLUGINS {
+            assert!(text.contains(&format!("\"{plugin}\"")), "{plugin}");
+        }
+        assert!(text.contains(r#""enum":["Octavia","Keepalived"]"#));
+    }
+}

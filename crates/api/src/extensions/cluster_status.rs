@@ -174,3 +174,46 @@ pub struct AnsibleStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_name: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_names_follow_the_contract() {
+        let status = OpenStackClusterStatusExtensions {
+            networking: Some(NetworkingStatus {
+                cilium: Some(CiliumStatus {
+                    project_id: Some("p".into()),
+                    default_subnet_id: Some("s".into()),
+                    security_group_ids: vec!["a".into(), "b".into()],
+                    webhook_enable: Some(true),
+                }),
+            }),
+            load_balancers: Some(LoadBalancersStatus {
+                control_plane: Some(VipStatus {
+                    vip: Some("10.6.0.5".into()),
+                    port_id: Some("port".into()),
+                    floating_ip_id: Some("fip".into()),
+                    ..Default::default()
+                }),
+                ingress: None,
+            }),
+            open_stack: Some(OpenStackEndpoints {
+                project_domain: Some("Default".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&status).unwrap_or_default(),
+            json!({
+                "networking": {"cilium": {"projectID": "p", "defaultSubnetID": "s",
+                    "securityGroupIDs": ["a", "b"], "webhookEnable": true}},
+                "loadBalancers": {"controlPlane": {"vip": "10.6.0.5", "portID": "port", "floatingIPID": "fip"}},
+                "openStack": {"projectDomain": "Default"}
+            })
+        );
+    }
+}

@@ -66,3 +66,28 @@ pub struct OpenStackMachineStatusExtensions {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_resources: Option<NodeResources>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_names_follow_the_contract() {
+        let ext: OpenStackMachineExtensions = serde_json::from_value(json!({
+            "networkInterfaces": {"keepalived": "ens3"},
+            "nodeResources": {"reserved": {"kubeCpuReserved": "200m", "systemMemoryReserved": "1Gi"}}
+        }))
+        .unwrap_or_default();
+        assert_eq!(
+            ext.network_interfaces.and_then(|n| n.keepalived).as_deref(),
+            Some("ens3")
+        );
+        let reserved = ext
+            .node_resources
+            .and_then(|n| n.reserved)
+            .unwrap_or_default();
+        assert_eq!(reserved.kube_cpu_reserved.as_deref(), Some("200m"));
+        assert_eq!(reserved.system_memory_reserved.as_deref(), Some("1Gi"));
+    }
+}
