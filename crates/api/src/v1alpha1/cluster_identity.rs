@@ -57,8 +57,8 @@ pub struct LabelSelectorRequirement {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterIdentitySecretReference {
-    /// Name.
+    /// Name of the Secret.
     pub name: String,
-    /// Namespace.
+    /// Namespace of the Secret.
     pub namespace: String,
 }

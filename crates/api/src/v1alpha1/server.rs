@@ -60,7 +60,7 @@ pub struct OpenStackServerSpec {
     #[schemars(extend("x-kubernetes-list-map-keys" = ["name"]))]
     #[schemars(extend("x-kubernetes-list-type" = "map"))]
     pub additional_block_devices: Vec<AdditionalBlockDevice>,
-    /// Availability zone to use.
+    /// Nova availability zone of the server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub availability_zone: Option<String>,
     /// Attach a config drive to the server.

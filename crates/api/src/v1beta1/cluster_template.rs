@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 #[kube(label("cluster.x-k8s.io/v1beta1", "v1beta1"))]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackClusterTemplateSpec {
-    /// The template.
+    /// Template every OpenStackCluster of the ClusterClass is created from.
     pub template: OpenStackClusterTemplateResource,
 }
 
@@ -31,6 +31,6 @@ pub struct OpenStackClusterTemplateSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackClusterTemplateResource {
-    /// Specification.
+    /// Spec of the OpenStackClusters created from this template.
     pub spec: OpenStackClusterSpec,
 }

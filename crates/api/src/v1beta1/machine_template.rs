@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 #[kube(label("cluster.x-k8s.io/v1beta1", "v1beta1"), derive = "PartialEq")]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackMachineTemplateSpec {
-    /// The template.
+    /// Template every OpenStackMachine is created from.
     pub template: OpenStackMachineTemplateResource,
 }
 
@@ -35,7 +35,7 @@ pub struct OpenStackMachineTemplateSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackMachineTemplateResource {
-    /// Specification.
+    /// Spec of the OpenStackMachines created from this template.
     pub spec: OpenStackMachineSpec,
 }
 

@@ -38,7 +38,7 @@ pub struct BastionStatus {
     /// Fixed IP of the bastion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip: Option<String>,
-    /// Name.
+    /// Name of the bastion server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Spec with all references resolved, written before anything is created.

@@ -33,7 +33,7 @@ pub struct BlockDeviceStorage {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockDeviceVolume {
-    /// Availability zone to use.
+    /// How the volume availability zone is chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub availability_zone: Option<VolumeAvailabilityZone>,
     /// Cinder volume type.
@@ -50,7 +50,7 @@ pub struct VolumeAvailabilityZone {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "Name"))]
     pub from: Option<VolumeAZSource>,
-    /// Name.
+    /// Availability zone name; required exactly when from is Name.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("minLength" = 1))]
     #[schemars(extend("pattern" = "^[^ ]+$"))]
@@ -61,7 +61,7 @@ pub struct VolumeAvailabilityZone {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RootVolume {
-    /// Availability zone to use.
+    /// How the volume availability zone is chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub availability_zone: Option<VolumeAvailabilityZone>,
     /// Size in GiB.

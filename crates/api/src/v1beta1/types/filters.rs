@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("minProperties" = 1))]
 pub struct NeutronFilter {
-    /// Description text.
+    /// Description of the resource.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Name.
+    /// Name of the resource.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Exclude resources carrying all of these tags.
@@ -47,7 +47,7 @@ pub struct SubnetFilter {
     /// Address range in CIDR notation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cidr: Option<String>,
-    /// Description text.
+    /// Description of the subnet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Gateway address of the subnet.
@@ -63,7 +63,7 @@ pub struct SubnetFilter {
     /// IPv6 router advertisement mode of the subnet.
     #[serde(rename = "ipv6RAMode", skip_serializing_if = "Option::is_none")]
     pub ipv6_ra_mode: Option<String>,
-    /// Name.
+    /// Name of the subnet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Exclude resources carrying all of these tags.
@@ -110,7 +110,7 @@ pub struct ImageFilter {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("minProperties" = 1))]
 pub struct ServerGroupFilter {
-    /// Name.
+    /// Name of the server group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }

@@ -11,7 +11,7 @@ pub struct ExternalRouterIPParam {
     /// Fixed IP address to request.
     #[serde(rename = "fixedIP", skip_serializing_if = "Option::is_none")]
     pub fixed_ip: Option<String>,
-    /// Subnet to use.
+    /// Subnet of the external network the IP is taken from.
     pub subnet: SubnetParam,
 }
 

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 #[schemars(extend("maxProperties" = 1))]
 #[schemars(extend("minProperties" = 1))]
 pub struct NetworkParam {
-    /// Query matching exactly one resource.
+    /// Query that must match exactly one network, router or security group; set instead of id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<NeutronFilter>,
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "uuid"))]
     pub id: Option<String>,
@@ -27,10 +27,10 @@ pub struct NetworkParam {
 #[schemars(extend("maxProperties" = 1))]
 #[schemars(extend("minProperties" = 1))]
 pub struct SubnetParam {
-    /// Query matching exactly one resource.
+    /// Query that must match exactly one subnet; set instead of id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<SubnetFilter>,
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "uuid"))]
     pub id: Option<String>,
@@ -42,10 +42,10 @@ pub struct SubnetParam {
 #[schemars(extend("maxProperties" = 1))]
 #[schemars(extend("minProperties" = 1))]
 pub struct ImageParam {
-    /// Query matching exactly one resource.
+    /// Query that must match exactly one image; set instead of id or imageRef.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<ImageFilter>,
-    /// OpenStack ID (UUID).
+    /// Glance image ID (UUID).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "uuid"))]
     pub id: Option<String>,
@@ -60,10 +60,10 @@ pub struct ImageParam {
 #[schemars(extend("maxProperties" = 1))]
 #[schemars(extend("minProperties" = 1))]
 pub struct ServerGroupParam {
-    /// Query matching exactly one resource.
+    /// Query that must match exactly one server group; set instead of id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<ServerGroupFilter>,
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "uuid"))]
     pub id: Option<String>,

@@ -14,7 +14,7 @@ pub struct PortOpts {
     /// Extra addresses the port may use (for example a keepalived VIP).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_address_pairs: Vec<AddressPair>,
-    /// Description text.
+    /// Description set on the Neutron port.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Disable port security on the port(s).
@@ -33,7 +33,7 @@ pub struct PortOpts {
     /// Suffix of the port name; the port index when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_suffix: Option<String>,
-    /// Network to use.
+    /// Network of the port; the cluster network when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkParam>,
     /// binding:profile settings of the port.
@@ -78,10 +78,10 @@ pub struct AddressPair {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct FixedIP {
-    /// IP address.
+    /// Fixed IP address to request; any address of the subnet when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_address: Option<String>,
-    /// Subnet to use.
+    /// Subnet the address is taken from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subnet: Option<SubnetParam>,
 }

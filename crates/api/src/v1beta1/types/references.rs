@@ -13,7 +13,7 @@ pub struct TypedLocalObjectReference {
     pub api_group: Option<String>,
     /// Kind of the referenced object.
     pub kind: String,
-    /// Name.
+    /// Name of the referenced object.
     pub name: String,
 }
 
@@ -53,7 +53,7 @@ pub struct MachineAddress {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
 pub struct LocalObjectReference {
-    /// Name.
+    /// Name of the referenced Secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = ""))]
     pub name: Option<String>,

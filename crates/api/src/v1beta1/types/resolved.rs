@@ -32,7 +32,7 @@ pub struct ResolvedPortSpec {
     /// Extra addresses the port may use (for example a keepalived VIP).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_address_pairs: Vec<AddressPair>,
-    /// Description text.
+    /// Description set on the Neutron port.
     pub description: String,
     /// Disable port security on the port(s).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,7 +47,7 @@ pub struct ResolvedPortSpec {
     /// MAC address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac_address: Option<String>,
-    /// Name.
+    /// Neutron port name.
     pub name: String,
     /// Resolved network ID.
     #[serde(rename = "networkID")]
@@ -83,10 +83,10 @@ pub struct ResolvedPortSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ResolvedFixedIP {
-    /// IP address.
+    /// Fixed IP address to request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_address: Option<String>,
-    /// Subnet to use.
+    /// Resolved subnet ID.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subnet: Option<String>,
 }
@@ -104,6 +104,6 @@ pub struct MachineResources {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct PortStatus {
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
 }

@@ -15,7 +15,7 @@ pub struct LoadBalancer {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub allowed_cidrs: Vec<String>,
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
     /// Fixed VIP address of the load balancer.
     #[serde(rename = "internalIP")]
@@ -25,7 +25,7 @@ pub struct LoadBalancer {
     /// Network the load balancer VIP lives on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balancer_network: Option<NetworkStatusWithSubnets>,
-    /// Name.
+    /// Load balancer name.
     pub name: String,
     /// Neutron/Nova tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -36,11 +36,11 @@ pub struct LoadBalancer {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkStatusWithSubnets {
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
-    /// Name.
+    /// Network name.
     pub name: String,
-    /// Subnets to use.
+    /// Subnets of the network in use.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subnets: Vec<Subnet>,
     /// Neutron/Nova tags.
@@ -54,9 +54,9 @@ pub struct NetworkStatusWithSubnets {
 pub struct Subnet {
     /// Address range in CIDR notation.
     pub cidr: String,
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
-    /// Name.
+    /// Subnet name.
     pub name: String,
     /// Neutron/Nova tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -67,9 +67,9 @@ pub struct Subnet {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct SecurityGroupStatus {
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
-    /// Name.
+    /// Security group name.
     pub name: String,
 }
 
@@ -77,9 +77,9 @@ pub struct SecurityGroupStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkStatus {
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
-    /// Name.
+    /// Network name.
     pub name: String,
     /// Neutron/Nova tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -90,12 +90,12 @@ pub struct NetworkStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Router {
-    /// OpenStack ID (UUID).
+    /// OpenStack ID (UUID); set instead of filter.
     pub id: String,
     /// IP addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ips: Vec<String>,
-    /// Name.
+    /// Router name.
     pub name: String,
     /// Neutron/Nova tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
