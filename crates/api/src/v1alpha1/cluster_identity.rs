@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 #[kube(shortname = "osci", category = "cluster-api", derive = "PartialEq")]
 #[kube(doc = "Cluster-scoped OpenStack credentials that selected namespaces may use.")]
 #[kube(label("cluster.x-k8s.io/v1beta1", "v1beta1"))]
+// Cluster-scoped objects are moved by `clusterctl move` only when their CRD asks for it.
+#[kube(label("clusterctl.cluster.x-k8s.io/move-hierarchy", "true"))]
 #[serde(rename_all = "camelCase")]
 pub struct OpenStackClusterIdentitySpec {
     /// Namespaces allowed to use this identity; all when unset.
