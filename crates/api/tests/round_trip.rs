@@ -1,5 +1,8 @@
 //! Round trip of upstream manifests through our types.
 //!
+//! Besides the manifests below, `every_*_round_trips` builds one object per kind with every
+//! property of the schema set and round-trips it.
+//!
 //! Inputs (copied into `tests/data/` so the test does not depend on anything outside the repo):
 //! - `templates/`: upstream CAPO v0.14.7 clusterctl templates; `${VAR}` placeholders are
 //!   substituted with plausible values first (see [`substitute`]);
@@ -303,4 +306,85 @@ fn substitution_follows_clusterctl() {
     assert_eq!(substitute("a ${CLUSTER_NAME} b"), "a capo-test b");
     assert_eq!(substitute("${UNSET_FOR_TEST:=x}"), "x");
     assert_eq!(substitute("${KUBERNETES_VERSION%.*}"), "v1.31");
+}
+
+/// A value for `schema` with every property set, one item per list and one entry per map.
+fn maximal(schema: &Value) -> Value {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        return values.first().cloned().unwrap_or(Value::Null);
+    }
+    if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        return Value::from("1");
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                props.iter().map(|(k, v)| (k.clone(), maximal(v))).collect()
+            } else if let Some(values) =
+                schema.get("additionalProperties").filter(|v| v.is_object())
+            {
+                serde_json::json!({ "entry": maximal(values) })
+            } else {
+                serde_json::json!({})
+            }
+        }
+        Some("array") => Value::Array(vec![maximal(schema.get("items").unwrap_or(&Value::Null))]),
+        Some("integer") => Value::from(1),
+        Some("boolean") => Value::from(true),
+        Some("string") => Value::from(match schema.get("format").and_then(Value::as_str) {
+            Some("uuid") => "02e31c38-d5ba-4c57-addb-00fc71eb5b19",
+            Some("ipv4") => "192.0.2.1",
+            Some("date-time") => "2024-01-02T03:04:05Z",
+            _ => "x",
+        }),
+        _ => Value::Null,
+    }
+}
+
+#[test]
+fn every_upstream_property_round_trips() {
+    let kinds = [
+        ("OpenStackCluster", "v1beta1"),
+        ("OpenStackClusterTemplate", "v1beta1"),
+        ("OpenStackMachine", "v1beta1"),
+        ("OpenStackMachineTemplate", "v1beta1"),
+        ("OpenStackServer", "v1alpha1"),
+        ("OpenStackFloatingIPPool", "v1alpha1"),
+        ("OpenStackClusterIdentity", "v1alpha1"),
+    ];
+    let mut failures = Vec::new();
+    for (kind, version) in kinds {
+        let mut doc = maximal(&upstream_schema(kind));
+        doc["apiVersion"] = Value::from(format!("infrastructure.cluster.x-k8s.io/{version}"));
+        doc["kind"] = Value::from(kind);
+        doc["metadata"] = serde_json::json!({"name": "everything"});
+        if let Err(e) = round_trip(&doc) {
+            failures.push(format!("{kind}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Same as above with our own schemas, which add the BA/ACP extensions.
+#[test]
+fn every_property_of_our_schemas_round_trips() {
+    let mut failures = Vec::new();
+    for crd in capo_api::crds::all() {
+        let version = &crd.spec.versions[0];
+        let schema = serde_json::to_value(
+            version
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref()),
+        )
+        .unwrap_or_default();
+        let mut doc = maximal(&schema);
+        doc["apiVersion"] = Value::from(format!("{}/{}", crd.spec.group, version.name));
+        doc["kind"] = Value::from(crd.spec.names.kind.clone());
+        doc["metadata"] = serde_json::json!({"name": "everything"});
+        if let Err(e) = round_trip(&doc) {
+            failures.push(format!("{}: {e}", crd.spec.names.kind));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
