@@ -9,6 +9,7 @@
 
 pub mod constants;
 pub mod crds;
+pub mod decode;
 pub mod extensions;
 pub mod names;
 pub mod schema;
