@@ -117,6 +117,18 @@ pub fn vip_port_name(namespace: &str, cluster: &str, purpose: &str) -> String {
     )
 }
 
+/// Key of the ownership tag put on every OpenStack resource the provider creates for a cluster.
+pub const OWNERSHIP_TAG_KEY: &str = "capo-cluster";
+
+/// Ownership tag `capo-cluster=<uid>` (uid of the OpenStackCluster).
+///
+/// Adoption by deterministic name alone would let two management clusters that manage clusters
+/// of the same namespace/name adopt each other's resources; requiring this tag as well prevents
+/// that. Neutron and Nova tags may not contain commas, which a Kubernetes UID never does.
+pub fn ownership_tag(cluster_uid: &str) -> String {
+    format!("{OWNERSHIP_TAG_KEY}={cluster_uid}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +181,13 @@ mod tests {
         );
         assert_eq!(provider_id("RegionOne", "abc"), "openstack://RegionOne/abc");
         assert_eq!(provider_id("", "abc"), "openstack:///abc");
+    }
+
+    #[test]
+    fn ownership_tag_names_the_cluster_uid() {
+        let tag = ownership_tag("4f1c2d3e-0000-4000-8000-000000000001");
+        assert_eq!(tag, "capo-cluster=4f1c2d3e-0000-4000-8000-000000000001");
+        assert!(!tag.contains(','));
     }
 
     #[test]
