@@ -132,12 +132,12 @@ mod tests {
         let v = endpoint_url(&c, Service::BlockStorage, None, "public").unwrap();
         assert_eq!(
             discovery_url(&v, Service::BlockStorage).as_str(),
-            "http://h/volume/v3/"
+            "http://h/volume/v3"
         );
         let l = url::Url::parse("http://h/load-balancer/v2/").unwrap();
         assert_eq!(
             discovery_url(&l, Service::LoadBalancer).as_str(),
-            "http://h/load-balancer/"
+            "http://h/load-balancer"
         );
     }
 

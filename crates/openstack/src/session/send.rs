@@ -216,6 +216,14 @@ impl Session {
                 started.elapsed().as_secs_f64(),
                 status >= 400 || body.is_err(),
             );
+            tracing::debug!(
+                request = x.label,
+                method = %x.method,
+                path = x.url.path(),
+                status,
+                ms = started.elapsed().as_millis() as u64,
+                "OpenStack request"
+            );
             let body = body.map_err(|e| transport_error(x.label, &e, x.idempotent))?;
             if status < 400 {
                 return Ok(Reply { status, body });
