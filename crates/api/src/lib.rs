@@ -15,3 +15,4 @@ pub mod names;
 pub mod schema;
 pub mod v1alpha1;
 pub mod v1beta1;
+pub mod validation;
