@@ -36,9 +36,25 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts etcd and kube-apiserver, installs our CRDs plus the Cluster API and ORC CRDs,
     /// and waits until the server is ready and every CRD is Established.
+    ///
+    /// Ports are picked free and then handed to the servers, so another process may grab one
+    /// in between; a start whose server does not come up is therefore retried twice.
     pub async fn start() -> Result<Self> {
-        let started = Instant::now();
         let env_dir = EnvDir::locate()?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_in(&env_dir).await {
+                Err(err @ Error::NotReady { .. }) if attempt < 3 => {
+                    eprintln!("capo-testkit: start attempt {attempt} failed, retrying: {err}");
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn start_in(env_dir: &EnvDir) -> Result<Self> {
+        let started = Instant::now();
         let tmp = tempfile::Builder::new()
             .prefix("capo-testenv-")
             .tempdir()
@@ -77,15 +93,7 @@ impl TestEnv {
         let client = Client::try_from(config.clone()).map_err(|e| Error::Client(e.to_string()))?;
         wait_ready(&mut apiserver, &client).await?;
 
-        let mut files = crds::yaml_files(&paths::our_crd_dir())?;
-        if files.is_empty() {
-            eprintln!(
-                "capo-testkit: WARNING: no CRDs in {}; only the Cluster API and ORC CRDs are installed",
-                paths::our_crd_dir().display()
-            );
-        }
-        files.extend(crds::yaml_files(&env_dir.crds())?);
-        let installed = crds::install(&client, &crds::load(&files)?).await?;
+        let installed = install_crds(&client, env_dir).await?;
         eprintln!(
             "capo-testkit: kube-apiserver on https://127.0.0.1:{api_port} ready with {} CRDs in {:.1} s (logs in {})",
             installed.len(),
@@ -168,6 +176,20 @@ impl TestEnv {
     pub fn logs_on_failure(&self) -> FailureLogs<'_> {
         FailureLogs { env: self }
     }
+}
+
+/// Installs our CRDs and the Cluster API and ORC ones; returns their names.
+async fn install_crds(client: &Client, env_dir: &EnvDir) -> Result<Vec<String>> {
+    let ours = paths::our_crd_dir();
+    let mut files = crds::yaml_files(&ours)?;
+    if files.is_empty() {
+        eprintln!(
+            "capo-testkit: WARNING: no CRDs in {}; only the Cluster API and ORC CRDs are installed",
+            ours.display()
+        );
+    }
+    files.extend(crds::yaml_files(&env_dir.crds())?);
+    crds::install(client, &crds::load(&files)?).await
 }
 
 /// Prints the server logs when dropped during a panic (see [`TestEnv::logs_on_failure`]).
