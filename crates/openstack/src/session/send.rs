@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::{Session, VersionRange, catalog, transport_error};
 use crate::error::{Error, ErrorKind, Result, classify};
 use crate::request::{Request, Service};
+use crate::retry::RetryPolicy;
 
 /// A successful reply.
 #[derive(Debug, Clone)]
@@ -241,16 +242,7 @@ impl Session {
                 continue;
             }
             let (kind, message) = classify(status, &body, after, x.idempotent);
-            let wait = match &kind {
-                ErrorKind::Transient => Some(policy.backoff(attempt)),
-                // 429 means "not executed", so even a POST may be repeated.
-                ErrorKind::RateLimited { retry_after } => match retry_after {
-                    Some(d) if *d <= policy.max_retry_after => Some(*d),
-                    Some(_) => None,
-                    None => Some(policy.backoff(attempt)),
-                },
-                _ => None,
-            };
+            let wait = retry_wait(&kind, attempt, policy);
             if let Some(wait) = wait
                 && attempt < policy.max_attempts
             {
@@ -270,6 +262,23 @@ impl Session {
                 message,
             });
         }
+    }
+}
+
+/// How long to wait before repeating a request that failed with `kind` on attempt `attempt`;
+/// None when it must not be repeated in-line. `Transient` is only ever produced for requests
+/// that may be repeated (see [`classify`]); a 429 means "not executed", so even a POST may be
+/// repeated. A Retry-After above the policy's ceiling goes back to the caller (requeue) instead
+/// of holding a worker.
+fn retry_wait(kind: &ErrorKind, attempt: u32, policy: &RetryPolicy) -> Option<Duration> {
+    match kind {
+        ErrorKind::Transient => Some(policy.backoff(attempt)),
+        ErrorKind::RateLimited { retry_after } => match retry_after {
+            Some(d) if *d <= policy.max_retry_after => Some(*d),
+            Some(_) => None,
+            None => Some(policy.backoff(attempt)),
+        },
+        _ => None,
     }
 }
 
@@ -300,6 +309,39 @@ fn next_marker(doc: &Value, key: &str) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn retry_after_is_honoured() {
+        let mut h = http::HeaderMap::new();
+        h.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            header::RETRY_AFTER,
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+        let p = RetryPolicy::default();
+        let rl = |s| ErrorKind::RateLimited {
+            retry_after: Some(Duration::from_secs(s)),
+        };
+        assert_eq!(retry_wait(&rl(7), 1, &p), Some(Duration::from_secs(7)));
+        assert_eq!(
+            retry_wait(&rl(600), 1, &p),
+            None,
+            "long waits go back to the caller"
+        );
+        let no_hint = retry_wait(&ErrorKind::RateLimited { retry_after: None }, 2, &p).unwrap();
+        assert!(no_hint >= p.base && no_hint <= p.base * 2);
+        assert!(retry_wait(&ErrorKind::Transient, 1, &p).is_some());
+        for k in [
+            ErrorKind::OutcomeUnknown,
+            ErrorKind::Conflict,
+            ErrorKind::NotFound,
+            ErrorKind::BadRequest,
+        ] {
+            assert_eq!(retry_wait(&k, 1, &p), None);
+        }
+    }
 
     #[test]
     fn markers() {
