@@ -131,6 +131,7 @@ fn password_node(pw: &str, old_style: Option<Style>) -> Node {
         style: old_style.unwrap_or(Style::Plain),
         tag: None,
         forced_str: true,
+        line: 0,
     })
 }
 
@@ -141,6 +142,7 @@ fn key_node(name: &str) -> Node {
         style: Style::Plain,
         tag: None,
         forced_str: true,
+        line: 0,
     })
 }
 

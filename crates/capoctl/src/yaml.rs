@@ -45,6 +45,8 @@ pub struct Scalar {
     /// A string whatever its text looks like (a value set by yq's `strenv()` or a key from a yq
     /// expression); plain text that would read back as a number etc. gets quoted.
     pub forced_str: bool,
+    /// 1-based source line where the scalar starts (0 for nodes made up by this program).
+    pub line: usize,
 }
 
 /// A node of the document.
@@ -87,18 +89,27 @@ impl Node {
             style: Style::Plain,
             tag: None,
             forced_str: false,
+            line: 0,
         })
     }
 
-    /// The value under `key` when this is a mapping (keys compared by text, as yq does).
+    /// The value under `key` when this is a mapping (keys compared by text, as yq does), looking
+    /// into `<<` merge keys when the mapping has no such key itself, as yq does.
     pub fn get(&self, key: &str) -> Option<&Node> {
-        match self {
-            Node::Map { entries, .. } => entries
-                .iter()
-                .find(|(k, _)| matches!(k, Node::Scalar(s) if s.value == key))
-                .map(|(_, v)| v),
-            _ => None,
+        let Node::Map { entries, .. } = self else {
+            return None;
+        };
+        let key_is = |k: &Node, name: &str| matches!(k, Node::Scalar(s) if s.value == name);
+        if let Some((_, v)) = entries.iter().find(|(k, _)| key_is(k, key)) {
+            return Some(v);
         }
+        entries
+            .iter()
+            .filter(|(k, _)| key_is(k, "<<"))
+            .find_map(|(_, merged)| match merged {
+                Node::Seq { items, .. } => items.iter().find_map(|m| m.get(key)),
+                m => m.get(key),
+            })
     }
 
     /// Mutable access to the value under `key` when this is a mapping.
@@ -134,6 +145,8 @@ pub struct SyntaxError {
 
 /// Parse the first document of `text`. An empty document yields `None`.
 pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
+    // A byte-order mark (editors on Windows add one) is not content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let chars: Vec<char> = text.chars().collect();
     let mut builder = Builder {
         chars: &chars,
@@ -211,6 +224,7 @@ impl MarkedEventReceiver for Builder<'_> {
                     style,
                     tag,
                     forced_str: false,
+                    line: mark.line(),
                 };
                 self.push_node(Node::Scalar(scalar), anchor);
             }
@@ -267,6 +281,16 @@ mod tests {
         assert_eq!(s("d").value, "0x1F");
         assert!(matches!(doc.get("e"), Some(Node::Map { flow: true, .. })));
         assert!(matches!(doc.get("g"), Some(Node::Seq { flow: true, .. })));
+    }
+
+    #[test]
+    fn looks_into_merge_keys() {
+        let doc = parse("\u{feff}d: &d {u: 1}\nm:\n  <<: *d\n  v: 2\n")
+            .unwrap()
+            .unwrap();
+        let m = doc.get("m").unwrap();
+        assert_eq!(m.get("u").unwrap().as_scalar().unwrap().value, "1");
+        assert!(m.get("w").is_none());
     }
 
     #[test]
