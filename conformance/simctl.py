@@ -97,6 +97,16 @@ class Sim:
         """Every resource the project owns, grouped by collection."""
         return self.control("GET", f"/_sim/state?project={project_id}") or {}
 
+    def ids(self, project_id: str) -> set:
+        """Ids of every resource in the project's state dump."""
+        return {
+            item.get("id")
+            for items in self.state(project_id).values()
+            if isinstance(items, list)
+            for item in items
+            if isinstance(item, dict)
+        }
+
     def leftovers(self, project_id: str) -> dict:
         """The project's resources except what Neutron creates by itself (the project's default
         security group and its rules, which real Neutron also re-creates on first use)."""

@@ -48,6 +48,10 @@ def test_projects_are_isolated(sim, conn):
     assert net.id not in {n.id for n in other.network.networks()}
     with pytest.raises(openstack.exceptions.NotFoundException):
         other.network.get_network(net.id)
+    # The state dump used by every "nothing left behind" check does see the network, only in its
+    # owner's project.
+    assert net.id in sim.ids(conn.current_project_id)
+    assert net.id not in sim.ids(other.current_project_id)
     conn.network.delete_network(net)
     assert sim.leftovers(conn.current_project_id) == {}
 

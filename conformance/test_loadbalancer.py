@@ -105,7 +105,9 @@ def test_load_balancer_cli(sim, cli, conn, project_id):
 
     shown = cli.json("loadbalancer", "show", "cli-lb")
     assert shown["provisioning_status"] == "ACTIVE"
-    assert listener["id"] in shown["listeners"] and pool["id"] in shown["pools"]
+    # octaviaclient passes Octavia's `[{"id": ...}]` references through unchanged.
+    assert shown["listeners"] == [{"id": listener["id"]}]
+    assert shown["pools"] == [{"id": pool["id"]}]
     members = cli.json("loadbalancer", "member", "list", "cli-pool")
     assert [m["id"] for m in members] == [member["id"]]
     lbs = cli.json("loadbalancer", "list", "--name", "cli-lb")
