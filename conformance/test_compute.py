@@ -80,6 +80,21 @@ def test_server_with_volume_sdk(sim, conn, project_id, image, flavor):
     assert bound.device_id == server.id and bound.device_owner.startswith("compute:")
     assert server.id in {s.id for s in conn.compute.servers(name="sdk-server")}
 
+    # A floating IP needs a router from the port's subnet to the external network, as in Neutron.
+    ext = next(conn.network.networks(is_router_external=True))
+    fip = conn.network.create_ip(floating_network_id=ext.id)
+    with pytest.raises(openstack.exceptions.NotFoundException):
+        conn.network.update_ip(fip, port_id=port.id)
+    router = conn.network.create_router(name="sdk-srv-router",
+                                        external_gateway_info={"network_id": ext.id})
+    conn.network.add_interface_to_router(router, subnet_id=subnet.id)
+    fip = conn.network.update_ip(fip, port_id=port.id)
+    assert fip.fixed_ip_address == "10.30.0.10"
+    addrs = conn.compute.get_server(server.id).addresses["sdk-srv-net"]
+    assert sorted((a["addr"], a["OS-EXT-IPS:type"]) for a in addrs) == sorted(
+        [("10.30.0.10", "fixed"), (fip.floating_ip_address, "floating")]
+    )
+
     volume = conn.block_storage.create_volume(size=1, name="sdk-vol")
     assert volume.size == 1
     volume = conn.block_storage.wait_for_status(volume, "available", failures=["error"],
@@ -104,6 +119,9 @@ def test_server_with_volume_sdk(sim, conn, project_id, image, flavor):
     # A pre-created port survives its server, unbound.
     assert conn.network.get_port(port.id).device_id == ""
     conn.compute.delete_keypair("sdk-srv-key")
+    conn.network.delete_ip(fip)
+    conn.network.remove_interface_from_router(router, subnet_id=subnet.id)
+    conn.network.delete_router(router)
     conn.network.delete_port(port)
     conn.network.delete_subnet(subnet)
     conn.network.delete_network(net)
@@ -130,8 +148,9 @@ def test_server_with_volume_cli(sim, cli, conn, project_id, image, flavor, tmp_p
     listed = cli.json("server", "list", "--name", "cli-server")
     assert [(s["ID"], s["Status"]) for s in listed] == [(server["id"], "ACTIVE")]
 
-    vol = cli.json("volume", "create", "--size", "1", "cli-vol")
-    assert vol["size"] == 1
+    vol_az = cli.json("availability", "zone", "list", "--volume")[0]["Zone Name"]
+    vol = cli.json("volume", "create", "--size", "1", "--availability-zone", vol_az, "cli-vol")
+    assert vol["size"] == 1 and vol["availability_zone"] == vol_az
     poll(lambda: cli.json("volume", "show", "cli-vol")["status"], lambda s: s == "available",
          "volume available")
     cli.ok("server", "add", "volume", "cli-server", "cli-vol")

@@ -166,3 +166,15 @@ def test_network_stack_cli(sim, cli, project_id, ext_net):
     cli.ok("network", "delete", "cli-net")
     assert cli.json("network", "list", "--name", "cli-net") == []
     assert sim.leftovers(project_id) == {}
+
+
+def test_pagination_sdk(sim, conn, project_id):
+    created = {conn.network.create_network(name=f"page-{i}").id for i in range(3)}
+    # With a limit the SDK follows Neutron's `networks_links` next link until the end.
+    paged = [n.id for n in conn.network.networks(limit=1)]
+    assert len(paged) == len(set(paged))
+    assert created <= set(paged)
+    assert set(paged) == {n.id for n in conn.network.networks()}
+    for net_id in created:
+        conn.network.delete_network(net_id)
+    assert sim.leftovers(project_id) == {}
