@@ -1,0 +1,119 @@
+//! The one error type of this crate.
+
+use std::time::Duration;
+
+use capo_openstack::ErrorKind;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors of the cloud services.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An OpenStack call failed while doing `op` (e.g. `create network k8s-...`).
+    #[error("{op}: {source}")]
+    OpenStack {
+        /// What was being done.
+        op: String,
+        /// The client layer's error (carries the cloud's message and a retry classification).
+        #[source]
+        source: capo_openstack::Error,
+    },
+    /// A resource carries our deterministic name but another cluster's ownership tag.
+    #[error(
+        "{kind} {name:?} ({id}) belongs to another cluster (tag {owner_tag:?}); refusing to touch it"
+    )]
+    ForeignResource {
+        /// Resource kind (`network`, `router`, ...).
+        kind: &'static str,
+        /// Name.
+        name: String,
+        /// OpenStack ID.
+        id: String,
+        /// The other cluster's ownership tag.
+        owner_tag: String,
+    },
+    /// A selector (id or filter) in the spec matched nothing.
+    #[error("{kind} not found: {selector}")]
+    NotFound {
+        /// Resource kind.
+        kind: &'static str,
+        /// The selector, rendered for humans.
+        selector: String,
+    },
+    /// A selector or a name matched more than one resource.
+    #[error("{kind} selector {selector} matched {count} resources, expected one")]
+    Ambiguous {
+        /// Resource kind.
+        kind: &'static str,
+        /// The selector, rendered for humans.
+        selector: String,
+        /// How many matched.
+        count: usize,
+    },
+    /// The spec cannot be realised as written (a terminal error until the spec changes).
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+}
+
+impl Error {
+    /// Wrap a client error with what was being done.
+    pub fn api(op: impl Into<String>, source: capo_openstack::Error) -> Self {
+        Error::OpenStack {
+            op: op.into(),
+            source,
+        }
+    }
+
+    /// True when the same call may succeed later without a spec change: 5xx, timeouts, 429,
+    /// 409 (in use / conflicting state) and POSTs whose outcome is unknown (the rerun adopts
+    /// by name, so nothing is created twice).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::OpenStack { source, .. } => matches!(
+                source.kind(),
+                Some(
+                    ErrorKind::Transient
+                        | ErrorKind::RateLimited { .. }
+                        | ErrorKind::Conflict
+                        | ErrorKind::OutcomeUnknown
+                )
+            ),
+            _ => false,
+        }
+    }
+
+    /// The server's Retry-After hint, when it sent one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::OpenStack { source, .. } => match source.kind() {
+                Some(ErrorKind::RateLimited { retry_after }) => *retry_after,
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Short stable category for metrics and condition reasons.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Error::OpenStack { source, .. } => source.kind().map_or("openstack", |k| k.as_str()),
+            Error::ForeignResource { .. } => "foreign_resource",
+            Error::NotFound { .. } => "not_found",
+            Error::Ambiguous { .. } => "ambiguous",
+            Error::InvalidSpec(_) => "invalid_spec",
+        }
+    }
+}
+
+/// Attach context to client results.
+pub(crate) trait Context<T> {
+    /// Map the client error into [`Error::OpenStack`] with `op` as context.
+    fn ctx(self, op: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> Context<T> for capo_openstack::Result<T> {
+    fn ctx(self, op: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::api(op(), e))
+    }
+}

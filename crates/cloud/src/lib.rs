@@ -1,0 +1,32 @@
+//! capo cloud services: the idempotent `ensure_*` / `delete_*` functions the OpenStackCluster
+//! controller calls, one module per OpenStack resource, and the pure planning they rely on.
+//!
+//! - [`plan`]: no IO. Managed security-group layout ([`plan::security_groups`]), the rule diff
+//!   ([`plan::rule_diff`]), the control-plane endpoint decision ([`plan::endpoint`]) and failure
+//!   domains from Nova availability zones ([`plan::failure_domains`]).
+//! - [`networking`]: Neutron IO against a [`capo_openstack::Session`]: external network, cluster
+//!   network and subnets (managed or pre-existing), router, security groups, and their deletion.
+//! - [`ownership`]: the Neutron tag that marks a resource as created (or adopted) by one
+//!   OpenStackCluster, and how found resources are classified.
+//!
+//! ## Guarantees of every `ensure_*`
+//! - **Idempotent**: a second call with the same inputs makes no write; lookups only.
+//! - **Crash-safe**: nothing is created without first looking for it by recorded ID, then by
+//!   deterministic name; a resource created but not yet tagged (crash in between) is found by
+//!   name and tagged, never duplicated.
+//! - **Ownership**: a resource with our name but another cluster's ownership tag is never
+//!   touched; the call fails with [`Error::ForeignResource`] naming it.
+//! - **No waiting**: functions never sleep or poll. Neutron's network calls complete
+//!   synchronously; a transient failure (5xx, 409 in use, 429) is returned as an error whose
+//!   [`Error::is_retryable`] is true, and the caller requeues with backoff.
+//! - Every function returns the IDs it ensured, so the caller can write them to status at once.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod error;
+pub mod networking;
+pub mod ownership;
+pub mod plan;
+
+pub use error::{Error, Result};
+pub use ownership::{OWNER_TAG_PREFIX, Owner, Ownership};

@@ -1,0 +1,17 @@
+//! Neutron services of the cluster reconcile: external network, cluster network and subnets
+//! (managed or pre-existing), router, managed security groups, and their deletion.
+//!
+//! Lookups prefer an ID recorded in status, then the deterministic name plus the ownership
+//! tag (see [`crate::ownership`]). User-provided resources (pre-existing network/subnets, a
+//! BYO router, the external network) are resolved, never tagged, updated or deleted.
+
+pub mod external;
+pub mod lookup;
+pub mod network;
+pub mod router;
+pub mod security_groups;
+
+pub use external::ensure_external_network;
+pub use network::{delete_network, ensure_cluster_network, is_managed_network};
+pub use router::{delete_router, ensure_router};
+pub use security_groups::{SecurityGroups, delete_security_groups, ensure_security_groups};

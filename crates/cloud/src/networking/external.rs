@@ -1,0 +1,58 @@
+//! The external network: explicit (by id or filter, must be `router:external`), auto-detected
+//! when the cloud has exactly one, or disabled.
+
+use capo_api::v1beta1::{NetworkStatus, OpenStackClusterSpec};
+use capo_openstack::Session;
+use capo_openstack::network::{self as net, ListFilter, NETWORK, Network};
+
+use crate::error::{Context, Error, Result};
+use crate::networking::lookup::{neutron_filter, resolve_one};
+
+/// Resolve the external network (never modified). `Ok(None)`: disabled, or auto-detection
+/// found none. One request.
+pub async fn ensure_external_network(
+    s: &Session,
+    spec: &OpenStackClusterSpec,
+) -> Result<Option<NetworkStatus>> {
+    if spec.disable_external_network == Some(true) {
+        return Ok(None);
+    }
+    let found: Network = match &spec.external_network {
+        Some(p) => {
+            let filter = p
+                .filter
+                .as_ref()
+                .map(|f| neutron_filter(f).with("router:external", "true"));
+            let n: Network = resolve_one(s, NETWORK, p.id.as_deref(), filter).await?;
+            if !n.external {
+                return Err(Error::InvalidSpec(format!(
+                    "externalNetwork {} ({}) is not an external network",
+                    n.name, n.id
+                )));
+            }
+            n
+        }
+        None => {
+            let filter = ListFilter::default().with("router:external", "true");
+            let mut all: Vec<Network> = net::list(s, NETWORK, &filter)
+                .await
+                .ctx(|| "list external networks".to_owned())?;
+            match all.len() {
+                0 => return Ok(None),
+                1 => all.remove(0),
+                count => {
+                    return Err(Error::Ambiguous {
+                        kind: "external network",
+                        selector: "router:external=true (set spec.externalNetwork)".to_owned(),
+                        count,
+                    });
+                }
+            }
+        }
+    };
+    Ok(Some(NetworkStatus {
+        id: found.id,
+        name: found.name,
+        tags: found.tags,
+    }))
+}

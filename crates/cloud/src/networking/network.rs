@@ -1,0 +1,284 @@
+//! The cluster network and subnets: managed (created, tagged, kept in shape) or pre-existing
+//! (resolved only).
+
+use capo_api::v1beta1::{
+    NetworkStatusWithSubnets, OpenStackClusterSpec, Subnet as SubnetStatus, SubnetSpec,
+};
+use capo_openstack::Session;
+use capo_openstack::network::{
+    self as net, AllocationPool, ListFilter, NETWORK, Network, NetworkCreate, PORT, Port, SUBNET,
+    Subnet, SubnetCreate,
+};
+use serde_json::json;
+
+use crate::error::{Context, Error, Result};
+use crate::networking::lookup::{
+    delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
+};
+use crate::ownership::Owner;
+
+/// True when the provider creates the network (no `spec.network` and no `spec.subnets`).
+pub fn is_managed_network(spec: &OpenStackClusterSpec) -> bool {
+    spec.network.is_none() && spec.subnets.is_empty()
+}
+
+/// Ensure the cluster network and its subnets; returns what goes to `status.network`.
+/// `recorded` is the current `status.network` (IDs are preferred over names).
+pub async fn ensure_cluster_network(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    recorded: Option<&NetworkStatusWithSubnets>,
+) -> Result<NetworkStatusWithSubnets> {
+    if !is_managed_network(spec) {
+        return resolve_existing_network(s, spec).await;
+    }
+    let [subnet_spec] = spec.managed_subnets.as_slice() else {
+        return Err(Error::InvalidSpec(
+            "a managed cluster network needs exactly one managedSubnets entry (or set network/subnets)"
+                .to_owned(),
+        ));
+    };
+    let network = ensure_network(s, owner, spec, recorded.map(|r| r.id.as_str())).await?;
+    let recorded_subnet = recorded
+        .filter(|r| r.id == network.id)
+        .and_then(|r| r.subnets.first())
+        .map(|s| s.id.as_str());
+    let subnet = ensure_subnet(s, owner, subnet_spec, &network.id, recorded_subnet).await?;
+    Ok(NetworkStatusWithSubnets {
+        id: network.id,
+        name: network.name,
+        subnets: vec![subnet_status(subnet)],
+        tags: network.tags,
+    })
+}
+
+fn subnet_status(s: Subnet) -> SubnetStatus {
+    SubnetStatus {
+        cidr: s.cidr,
+        id: s.id,
+        name: s.name,
+        tags: s.tags,
+    }
+}
+
+/// Ensure the managed network `k8s-clusterapi-cluster-<ns>-<name>` (MTU, port security).
+pub async fn ensure_network(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    recorded: Option<&str>,
+) -> Result<Network> {
+    let name = owner.cluster_resource_name();
+    if let Some(mut n) =
+        find_owned::<Network>(s, owner, NETWORK, recorded, ListFilter::by_name(&name)).await?
+    {
+        n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
+        return Ok(n);
+    }
+    let mtu = spec
+        .network_mtu
+        .map(|m| {
+            u32::try_from(m).map_err(|_| Error::InvalidSpec(format!("networkMTU {m} is invalid")))
+        })
+        .transpose()?;
+    let body = NetworkCreate {
+        name: name.clone(),
+        description: Some(description(owner)),
+        mtu,
+        port_security_enabled: spec.disable_port_security.filter(|d| *d).map(|_| false),
+        admin_state_up: None,
+    };
+    let mut n: Network = net::create(s, NETWORK, &body)
+        .await
+        .ctx(|| format!("create network {name}"))?;
+    n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
+    Ok(n)
+}
+
+fn description(owner: &Owner) -> String {
+    format!(
+        "Created by capo for OpenStackCluster {}/{}",
+        owner.namespace, owner.name
+    )
+}
+
+/// Ensure the managed subnet: found by ID, else by network + CIDR (as upstream); DNS servers
+/// are updated in place; allocation pools apply at creation.
+pub async fn ensure_subnet(
+    s: &Session,
+    owner: &Owner,
+    want: &SubnetSpec,
+    network_id: &str,
+    recorded: Option<&str>,
+) -> Result<Subnet> {
+    let filter = ListFilter::default()
+        .with("network_id", network_id)
+        .with("cidr", want.cidr.as_str());
+    let found = find_owned::<Subnet>(s, owner, SUBNET, recorded, filter).await?;
+    let mut subnet = match found.filter(|f| f.network_id == network_id) {
+        Some(sn) => sn,
+        None => create_subnet(s, owner, want, network_id).await?,
+    };
+    subnet.tags = ensure_tags(s, owner, SUBNET, &subnet).await?;
+    if subnet.dns_nameservers != want.dns_nameservers {
+        let body = json!({"dns_nameservers": want.dns_nameservers});
+        subnet = net::update(s, SUBNET, &subnet.id, body)
+            .await
+            .ctx(|| format!("update DNS servers of subnet {}", subnet.id))?;
+    }
+    Ok(subnet)
+}
+
+async fn create_subnet(
+    s: &Session,
+    owner: &Owner,
+    want: &SubnetSpec,
+    network_id: &str,
+) -> Result<Subnet> {
+    let name = owner.cluster_resource_name();
+    let body = SubnetCreate {
+        name: name.clone(),
+        network_id: network_id.to_owned(),
+        cidr: want.cidr.clone(),
+        ip_version: if want.cidr.contains(':') { 6 } else { 4 },
+        description: Some(description(owner)),
+        dns_nameservers: want.dns_nameservers.clone(),
+        allocation_pools: want
+            .allocation_pools
+            .iter()
+            .map(|p| AllocationPool {
+                start: p.start.clone(),
+                end: p.end.clone(),
+            })
+            .collect(),
+        gateway_ip: None,
+    };
+    net::create(s, SUBNET, &body)
+        .await
+        .ctx(|| format!("create subnet {name} ({})", want.cidr))
+}
+
+/// Resolve a pre-existing network and its subnets: ≤1 IPv4 + ≤1 IPv6 subnet when listed in
+/// the spec (all subnets of the network otherwise); the network is inferred from the first
+/// subnet when only subnets are given. Nothing is written.
+pub async fn resolve_existing_network(
+    s: &Session,
+    spec: &OpenStackClusterSpec,
+) -> Result<NetworkStatusWithSubnets> {
+    let mut network: Option<Network> = match &spec.network {
+        Some(p) => Some(
+            resolve_one(
+                s,
+                NETWORK,
+                p.id.as_deref(),
+                p.filter.as_ref().map(neutron_filter),
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let mut subnets: Vec<Subnet> = Vec::new();
+    for p in &spec.subnets {
+        let filter = p.filter.as_ref().map(|f| {
+            let l = subnet_filter(f);
+            match &network {
+                Some(n) => l.with("network_id", n.id.as_str()),
+                None => l,
+            }
+        });
+        let sn: Subnet = resolve_one(s, SUBNET, p.id.as_deref(), filter).await?;
+        if network.is_none() {
+            network = Some(resolve_one(s, NETWORK, Some(&sn.network_id), None).await?);
+        }
+        subnets.push(sn);
+    }
+    let Some(network) = network else {
+        return Err(Error::InvalidSpec(
+            "neither network nor subnets given".to_owned(),
+        ));
+    };
+    if let Some(bad) = subnets.iter().find(|sn| sn.network_id != network.id) {
+        return Err(Error::InvalidSpec(format!(
+            "subnet {} is not on network {} ({})",
+            bad.id, network.name, network.id
+        )));
+    }
+    for v in [4, 6] {
+        if subnets.iter().filter(|sn| sn.ip_version == v).count() > 1 {
+            return Err(Error::InvalidSpec(format!(
+                "more than one IPv{v} subnet given"
+            )));
+        }
+    }
+    if spec.subnets.is_empty() {
+        let filter = ListFilter::default().with("network_id", network.id.as_str());
+        subnets = net::list(s, SUBNET, &filter)
+            .await
+            .ctx(|| format!("list subnets of network {}", network.id))?;
+    }
+    Ok(NetworkStatusWithSubnets {
+        id: network.id,
+        name: network.name,
+        subnets: subnets.into_iter().map(subnet_status).collect(),
+        tags: network.tags,
+    })
+}
+
+/// Delete the managed network after removing every port on it (router interfaces are
+/// detached from their router, DHCP ports go with the network, anything else is deleted).
+/// Pre-existing networks and another cluster's network are never touched; an absent
+/// network is success. A 409 (port still in use) comes back retryable.
+pub async fn delete_network(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    recorded: Option<&NetworkStatusWithSubnets>,
+) -> Result<()> {
+    if !is_managed_network(spec) {
+        return Ok(());
+    }
+    let name = owner.cluster_resource_name();
+    let found = find_owned::<Network>(
+        s,
+        owner,
+        NETWORK,
+        recorded.map(|r| r.id.as_str()),
+        ListFilter::by_name(&name),
+    );
+    let network = match found.await {
+        Ok(Some(n)) => n,
+        Ok(None) => return Ok(()),
+        Err(Error::ForeignResource { id, owner_tag, .. }) => {
+            tracing::warn!(%id, %owner_tag, "network with our name belongs to another cluster; left alone");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let filter = ListFilter::default().with("network_id", network.id.as_str());
+    let ports: Vec<Port> = net::list(s, PORT, &filter)
+        .await
+        .ctx(|| format!("list ports of network {}", network.id))?;
+    for p in ports {
+        if p.device_owner.starts_with("network:router_interface") {
+            for ip in p.fixed_ips.iter().filter_map(|f| f.subnet_id.as_deref()) {
+                detach(s, &p.device_id, ip).await?;
+            }
+        } else if p.device_owner != "network:dhcp" {
+            delete_opt(s, PORT, &p.id).await?;
+        }
+    }
+    delete_opt(s, NETWORK, &network.id).await
+}
+
+/// Detach a subnet from a router; already detached or router gone is success.
+pub(crate) async fn detach(s: &Session, router_id: &str, subnet_id: &str) -> Result<()> {
+    match net::remove_router_interface(s, router_id, subnet_id).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(Error::api(
+            format!("detach subnet {subnet_id} from router {router_id}"),
+            e,
+        )),
+    }
+}

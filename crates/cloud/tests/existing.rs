@@ -1,0 +1,272 @@
+//! Pre-existing network/subnets, BYO router, and security-group rule reconciliation.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_api::v1beta1::{
+    Bastion, ManagedSecurityGroups, NetworkParam, NeutronFilter, RuleDirection,
+    SecurityGroupRuleSpec, SubnetFilter, SubnetParam,
+};
+use capo_cloud::networking;
+use capo_openstack::network::{
+    self as net, ExternalGateway, NETWORK, Network, NetworkCreate, ROUTER, Router, RouterCreate,
+    SECURITY_GROUP_RULE, SUBNET, SecurityGroupRule, Subnet, SubnetCreate,
+};
+use common::*;
+
+async fn user_network(env: &Env, name: &str, cidrs: &[&str]) -> (Network, Vec<Subnet>) {
+    let n: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: name.into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut subnets = Vec::new();
+    for (i, cidr) in cidrs.iter().enumerate() {
+        let body = SubnetCreate {
+            name: format!("{name}-{i}"),
+            network_id: n.id.clone(),
+            cidr: (*cidr).into(),
+            ip_version: if cidr.contains(':') { 6 } else { 4 },
+            ..Default::default()
+        };
+        subnets.push(net::create(&env.s, SUBNET, &body).await.unwrap());
+    }
+    (n, subnets)
+}
+
+#[tokio::test]
+async fn pre_existing_network_by_id_and_by_filter() {
+    let env = env().await;
+    let (n, sn) = user_network(&env, "user-net", &["10.20.0.0/24"]).await;
+    let o = owner("uid-1");
+    env.sim.control().clear_requests();
+    for param in [
+        NetworkParam {
+            id: Some(n.id.clone()),
+            filter: None,
+        },
+        NetworkParam {
+            id: None,
+            filter: Some(NeutronFilter {
+                name: Some("user-net".into()),
+                ..Default::default()
+            }),
+        },
+    ] {
+        let mut spec = managed_spec();
+        spec.network = Some(param);
+        let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+            .await
+            .unwrap();
+        let got = rec.network.as_ref().unwrap();
+        assert_eq!(got.id, n.id);
+        assert_eq!(got.subnets.len(), 1);
+        assert_eq!(got.subnets[0].id, sn[0].id);
+        assert!(rec.router.is_none(), "no router for a pre-existing network");
+        delete(&env, &o, &spec, &rec).await.unwrap();
+    }
+    // Only security groups were written; the user's network was never tagged or deleted.
+    assert!(
+        writes(&env).iter().all(|w| w.contains("security-group")),
+        "{:?}",
+        writes(&env)
+    );
+    let net_now = items(&env, "networks")
+        .into_iter()
+        .find(|x| x["id"] == n.id.as_str())
+        .unwrap();
+    assert_eq!(net_now["tags"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn dual_stack_subnets_infer_the_network() {
+    let env = env().await;
+    let (n, sn) = user_network(
+        &env,
+        "dual",
+        &["10.30.0.0/24", "fd00:30::/64", "10.31.0.0/24"],
+    )
+    .await;
+    let mut spec = managed_spec();
+    spec.subnets = vec![
+        SubnetParam {
+            id: None,
+            filter: Some(SubnetFilter {
+                name: Some("dual-0".into()),
+                ip_version: Some(4),
+                ..Default::default()
+            }),
+        },
+        SubnetParam {
+            id: Some(sn[1].id.clone()),
+            filter: None,
+        },
+    ];
+    let got = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+        .await
+        .unwrap();
+    assert_eq!(got.id, n.id);
+    let ids: Vec<&str> = got.subnets.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec![sn[0].id.as_str(), sn[1].id.as_str()]);
+    // Two IPv4 subnets are refused.
+    spec.subnets[1] = SubnetParam {
+        id: Some(sn[2].id.clone()),
+        filter: None,
+    };
+    let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than one IPv4"), "{err}");
+}
+
+#[tokio::test]
+async fn byo_router_is_used_and_never_deleted() {
+    let env = env().await;
+    let ext: Vec<Network> = net::list(
+        &env.s,
+        NETWORK,
+        &net::ListFilter::default().with("router:external", "true"),
+    )
+    .await
+    .unwrap();
+    let body = RouterCreate {
+        name: "user-router".into(),
+        description: None,
+        external_gateway_info: Some(ExternalGateway {
+            network_id: ext[0].id.clone(),
+            external_fixed_ips: vec![],
+        }),
+    };
+    let byo: Router = net::create(&env.s, ROUTER, &body).await.unwrap();
+    let mut spec = managed_spec();
+    spec.router = Some(NetworkParam {
+        id: Some(byo.id.clone()),
+        filter: None,
+    });
+    let o = owner("uid-1");
+    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(rec.router.as_ref().unwrap().id, byo.id);
+    let subnet = rec.network.as_ref().unwrap().subnets[0].id.clone();
+    let attached = |env: &Env| {
+        items(env, "ports").iter().any(|p| {
+            p["device_id"] == byo.id.as_str() && p["fixed_ips"].to_string().contains(&subnet)
+        })
+    };
+    assert!(attached(&env), "our subnet is attached to the BYO router");
+    assert_eq!(items(&env, "routers").len(), 1, "no router created");
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    let routers = items(&env, "routers");
+    assert_eq!(routers.len(), 1);
+    assert_eq!(routers[0]["id"], byo.id.as_str());
+    assert_eq!(
+        routers[0]["tags"],
+        serde_json::json!([]),
+        "BYO router never tagged"
+    );
+    assert!(!attached(&env));
+    assert!(
+        items(&env, "networks")
+            .iter()
+            .all(|n| n["name"] != o.cluster_resource_name().as_str())
+    );
+}
+
+fn user_rule(name: &str, port: i32) -> SecurityGroupRuleSpec {
+    SecurityGroupRuleSpec {
+        description: None,
+        direction: RuleDirection::Ingress,
+        ether_type: None,
+        name: name.into(),
+        port_range_max: Some(port),
+        port_range_min: Some(port),
+        protocol: Some("tcp".into()),
+        remote_group_id: None,
+        remote_ip_prefix: None,
+        remote_managed_groups: vec![
+            capo_api::v1beta1::ManagedSecurityGroupName::Controlplane,
+            capo_api::v1beta1::ManagedSecurityGroupName::Worker,
+        ],
+    }
+}
+
+#[tokio::test]
+async fn security_group_rules_reconcile_and_hand_added_rules_stay() {
+    let env = env().await;
+    let o = owner("uid-1");
+    let mut spec = managed_spec();
+    spec.bastion = Some(Bastion::default());
+    spec.managed_security_groups = Some(ManagedSecurityGroups {
+        all_nodes_security_group_rules: vec![user_rule("bgp", 179)],
+        ..Default::default()
+    });
+    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert!(rec.groups.bastion.is_some());
+    env.sim.control().clear_requests();
+    reconcile(&env, &o, &spec, &rec, false).await.unwrap();
+    assert!(
+        writes(&env).is_empty(),
+        "second reconcile wrote {:?}",
+        writes(&env)
+    );
+
+    // A rule added by hand (no marker) is left alone...
+    let cp = rec.groups.control_plane.clone().unwrap();
+    let by_hand = SecurityGroupRule {
+        security_group_id: cp.id.clone(),
+        direction: "ingress".into(),
+        ethertype: "IPv4".into(),
+        protocol: Some("tcp".into()),
+        port_range_min: Some(9100),
+        port_range_max: Some(9100),
+        description: Some("node exporter".into()),
+        ..Default::default()
+    };
+    let by_hand: SecurityGroupRule = net::create(&env.s, SECURITY_GROUP_RULE, &by_hand)
+        .await
+        .unwrap();
+    // ...while one of ours that is no longer wanted goes: the API port moves to 8443.
+    spec.api_server_port = Some(8443);
+    env.sim.control().clear_requests();
+    reconcile(&env, &o, &spec, &rec, false).await.unwrap();
+    let w = writes(&env);
+    assert_eq!(
+        w.iter().filter(|l| l.starts_with("POST")).count(),
+        1,
+        "{w:?}"
+    );
+    assert_eq!(
+        w.iter().filter(|l| l.starts_with("DELETE")).count(),
+        1,
+        "{w:?}"
+    );
+    let rules = items(&env, "security_group_rules");
+    let port_of = |p: i64| {
+        rules
+            .iter()
+            .filter(|r| r["security_group_id"] == cp.id.as_str() && r["port_range_min"] == p)
+            .count()
+    };
+    assert_eq!((port_of(8443), port_of(6443), port_of(9100)), (1, 0, 1));
+
+    // Strict mode removes it.
+    env.sim.control().clear_requests();
+    reconcile(&env, &o, &spec, &rec, true).await.unwrap();
+    assert_eq!(
+        writes(&env),
+        vec!["DELETE /network/v2.0/security-group-rules/{id}".to_string()]
+    );
+    assert!(
+        items(&env, "security_group_rules")
+            .iter()
+            .all(|r| r["id"] != by_hand.id.as_str())
+    );
+}

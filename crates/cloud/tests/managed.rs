@@ -1,0 +1,249 @@
+//! Managed network, subnet, router and security groups against capo-sim: create, steady
+//! reconcile (golden traces), adoption, refusal, delete, faults.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_cloud::Error;
+use capo_cloud::networking;
+use capo_openstack::network::{self as net, NETWORK, Network, NetworkCreate};
+use common::*;
+
+/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
+fn golden(name: &str, got: &[String]) {
+    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
+    let text = got.join("\n") + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, want,
+        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
+    );
+}
+
+#[tokio::test]
+async fn create_steady_delete_with_golden_traces() {
+    let env = env().await;
+    let o = owner("uid-1");
+    let spec = managed_spec();
+    let before = ids(&env);
+
+    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    let create = trace(&env);
+    let create_writes = writes(&env).len();
+    assert!(rec.router.is_some() && rec.external.is_some());
+    assert_eq!(rec.network.as_ref().unwrap().subnets.len(), 1);
+    env.sim.control().clear_requests();
+
+    let again = reconcile(&env, &o, &spec, &rec, false).await.unwrap();
+    assert_eq!(again, rec, "a steady reconcile reports the same IDs");
+    let steady = trace(&env);
+    assert!(
+        writes(&env).is_empty(),
+        "steady reconcile wrote: {:?}",
+        writes(&env)
+    );
+    env.sim.control().clear_requests();
+
+    // Status lost (clusterctl move): found by name + tag, still no writes.
+    let rebuilt = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(rebuilt, rec);
+    let rebuild = trace(&env);
+    assert!(writes(&env).is_empty(), "rebuild wrote: {:?}", writes(&env));
+    env.sim.control().clear_requests();
+
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    let del = trace(&env);
+    assert_eq!(
+        ids(&env),
+        before,
+        "delete leaves exactly the seeded resources"
+    );
+    env.sim.control().clear_requests();
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    assert!(writes(&env).is_empty(), "deleting again is a no-op");
+
+    println!(
+        "requests: create {} ({create_writes} writes), steady {}, rebuild from names {}, delete {}",
+        create.len(),
+        steady.len(),
+        rebuild.len(),
+        del.len()
+    );
+    golden("create", &create);
+    golden("steady", &steady);
+    golden("delete", &del);
+}
+
+#[tokio::test]
+async fn adopts_untagged_upstream_network() {
+    let env = env().await;
+    let o = owner("uid-1");
+    let name = o.cluster_resource_name();
+    let upstream: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: name.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let rec = networking::ensure_cluster_network(&env.s, &o, &managed_spec(), None)
+        .await
+        .unwrap();
+    assert_eq!(rec.id, upstream.id, "adopted, not recreated");
+    assert!(rec.tags.contains(&o.tag()) && rec.tags.contains(&"team-a".to_string()));
+    let named = items(&env, "networks")
+        .iter()
+        .filter(|n| n["name"] == name.as_str())
+        .count();
+    assert_eq!(named, 1);
+}
+
+#[tokio::test]
+async fn refuses_network_of_another_cluster() {
+    let env = env().await;
+    let other = owner("uid-other");
+    let theirs = networking::ensure_cluster_network(&env.s, &other, &managed_spec(), None)
+        .await
+        .unwrap();
+    env.sim.control().clear_requests();
+    let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &managed_spec(), None)
+        .await
+        .unwrap_err();
+    match &err {
+        Error::ForeignResource { id, owner_tag, .. } => {
+            assert_eq!(id, &theirs.id);
+            assert_eq!(owner_tag, "capo-cluster-uid=uid-other");
+        }
+        e => panic!("unexpected {e}"),
+    }
+    assert!(err.to_string().contains(&theirs.name));
+    assert!(
+        writes(&env).is_empty(),
+        "nothing written: {:?}",
+        writes(&env)
+    );
+    // Deleting our (absent) network leaves theirs alone.
+    networking::delete_network(&env.s, &owner("uid-1"), &managed_spec(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        items(&env, "networks")
+            .iter()
+            .filter(|n| n["id"] == theirs.id.as_str())
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn dns_servers_updated_in_place() {
+    let env = env().await;
+    let o = owner("uid-1");
+    let mut spec = managed_spec();
+    let first = networking::ensure_cluster_network(&env.s, &o, &spec, None)
+        .await
+        .unwrap();
+    spec.managed_subnets[0].dns_nameservers = vec!["1.1.1.1".into(), "9.9.9.9".into()];
+    env.sim.control().clear_requests();
+    let second = networking::ensure_cluster_network(&env.s, &o, &spec, Some(&first))
+        .await
+        .unwrap();
+    assert_eq!(second.subnets[0].id, first.subnets[0].id);
+    assert_eq!(
+        writes(&env),
+        vec!["PUT /network/v2.0/subnets/{id}".to_string()]
+    );
+    let sn = &items(&env, "subnets")
+        .into_iter()
+        .find(|s| s["id"] == first.subnets[0].id.as_str())
+        .unwrap();
+    assert_eq!(
+        sn["dns_nameservers"],
+        serde_json::json!(["1.1.1.1", "9.9.9.9"])
+    );
+}
+
+#[tokio::test]
+async fn injected_faults_are_retryable_and_rerun_converges() {
+    let o = owner("uid-1");
+    let spec = managed_spec();
+    let clean_env = common::env().await;
+    reconcile(&clean_env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    let clean_rules = items(&clean_env, "security_group_rules").len();
+    let fault = |method: &str, re: &str, status: u16, after_action: bool| capo_sim::FaultSpec {
+        method: Some(method.into()),
+        path_regex: re.into(),
+        status,
+        body: None,
+        count: Some(1),
+        rate: None,
+        after_action,
+    };
+    let steps = [
+        // A lost reply: the network exists but we never saw its ID.
+        fault("POST", "/networks$", 503, true),
+        fault("POST", "/subnets$", 409, false),
+        fault("PUT", "/routers/[^/]+/tags$", 409, false),
+        fault("PUT", "/add_router_interface$", 503, false),
+        fault("POST", "/security-groups$", 503, true),
+        fault("POST", "/security-group-rules$", 503, false),
+        fault("GET", "/security-groups$", 429, false),
+    ];
+    for f in steps {
+        let env = env().await;
+        // Idempotent requests are retried inside the session: make the fault outlast them.
+        let mut f = f;
+        if f.method.as_deref() != Some("POST") {
+            f.count = Some(20);
+        }
+        env.sim.control().add_faults(vec![f.clone()]).unwrap();
+        let err = reconcile(&env, &o, &spec, &Recorded::default(), false)
+            .await
+            .unwrap_err();
+        assert!(
+            err.is_retryable(),
+            "{} on {}: {err} not retryable",
+            f.status,
+            f.path_regex
+        );
+        env.sim.control().clear_faults();
+        let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+            .await
+            .unwrap();
+        env.sim.control().clear_requests();
+        assert_eq!(reconcile(&env, &o, &spec, &rec, false).await.unwrap(), rec);
+        assert!(
+            writes(&env).is_empty(),
+            "after {}: {:?}",
+            f.path_regex,
+            writes(&env)
+        );
+        let name = o.cluster_resource_name();
+        for col in ["networks", "subnets", "routers"] {
+            let n = items(&env, col)
+                .iter()
+                .filter(|r| r["name"] == name.as_str())
+                .count();
+            assert_eq!(n, 1, "exactly one {col} after {}", f.path_regex);
+        }
+        assert_eq!(
+            items(&env, "security_groups").len(),
+            3,
+            "default + 2 managed"
+        );
+        assert_eq!(items(&env, "security_group_rules").len(), clean_rules);
+    }
+}
