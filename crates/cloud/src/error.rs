@@ -66,8 +66,9 @@ impl Error {
     }
 
     /// True when the same call may succeed later without a spec change: 5xx, timeouts, 429,
-    /// 409 (in use / conflicting state) and POSTs whose outcome is unknown (the rerun adopts
-    /// by name, so nothing is created twice).
+    /// 409 (in use / conflicting state), quota exhaustion (freed quota lets it proceed; the
+    /// caller should back off longer) and POSTs whose outcome is unknown (the rerun adopts by
+    /// name, so nothing is created twice). 400/403/401 and the spec errors are not.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::OpenStack { source, .. } => matches!(
@@ -76,6 +77,7 @@ impl Error {
                     ErrorKind::Transient
                         | ErrorKind::RateLimited { .. }
                         | ErrorKind::Conflict
+                        | ErrorKind::OverQuota
                         | ErrorKind::OutcomeUnknown
                 )
             ),

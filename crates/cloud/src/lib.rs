@@ -6,6 +6,7 @@
 //!   domains from Nova availability zones ([`plan::failure_domains`]).
 //! - [`networking`]: Neutron IO against a [`capo_openstack::Session`]: external network, cluster
 //!   network and subnets (managed or pre-existing), router, security groups, and their deletion.
+//! - [`compute`]: Nova availability zones → `status.failureDomains`.
 //! - [`ownership`]: the Neutron tag that marks a resource as created (or adopted) by one
 //!   OpenStackCluster, and how found resources are classified.
 //!
@@ -23,6 +24,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod compute;
 pub mod error;
 pub mod networking;
 pub mod ownership;

@@ -270,3 +270,67 @@ async fn security_group_rules_reconcile_and_hand_added_rules_stay() {
             .all(|r| r["id"] != by_hand.id.as_str())
     );
 }
+
+#[tokio::test]
+async fn external_network_explicit_auto_disabled() {
+    let env = env().await;
+    let mut spec = managed_spec();
+    let auto = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(auto.name, "public");
+    spec.external_network = Some(NetworkParam {
+        id: None,
+        filter: Some(NeutronFilter {
+            name: Some("public".into()),
+            ..Default::default()
+        }),
+    });
+    let by_filter = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(by_filter.id, auto.id);
+    let (internal, _) = user_network(&env, "internal", &[]).await;
+    spec.external_network = Some(NetworkParam {
+        id: Some(internal.id),
+        filter: None,
+    });
+    let err = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not an external network"), "{err}");
+    spec.disable_external_network = Some(true);
+    assert!(
+        networking::ensure_external_network(&env.s, &spec)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Without an external network a managed network gets no router.
+    let rec = reconcile(&env, &owner("uid-1"), &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert!(rec.router.is_none());
+    assert!(items(&env, "routers").is_empty());
+}
+
+#[tokio::test]
+async fn failure_domains_from_nova() {
+    let env = env().await;
+    let mut spec = managed_spec();
+    let fd = capo_cloud::compute::ensure_failure_domains(&env.s, &spec)
+        .await
+        .unwrap();
+    assert!(
+        fd.len() >= 2 && fd.values().all(|f| f.control_plane == Some(true)),
+        "{fd:?}"
+    );
+    spec.control_plane_availability_zones = vec!["az2".into()];
+    let fd = capo_cloud::compute::ensure_failure_domains(&env.s, &spec)
+        .await
+        .unwrap();
+    assert_eq!(fd["az2"].control_plane, Some(true));
+    assert_eq!(fd["nova"].control_plane, Some(false));
+}

@@ -39,12 +39,19 @@ pub async fn ensure_cluster_network(
                 .to_owned(),
         ));
     };
-    let network = ensure_network(s, owner, spec, recorded.map(|r| r.id.as_str())).await?;
+    let (network, fresh) =
+        network_with_origin(s, owner, spec, recorded.map(|r| r.id.as_str())).await?;
     let recorded_subnet = recorded
         .filter(|r| r.id == network.id)
         .and_then(|r| r.subnets.first())
         .map(|s| s.id.as_str());
-    let subnet = ensure_subnet(s, owner, subnet_spec, &network.id, recorded_subnet).await?;
+    // A network created just now has no subnet: skip the lookup.
+    let subnet = if fresh {
+        let created = create_subnet(s, owner, subnet_spec, &network.id).await?;
+        finish_subnet(s, owner, subnet_spec, created).await?
+    } else {
+        ensure_subnet(s, owner, subnet_spec, &network.id, recorded_subnet).await?
+    };
     Ok(NetworkStatusWithSubnets {
         id: network.id,
         name: network.name,
@@ -69,12 +76,22 @@ pub async fn ensure_network(
     spec: &OpenStackClusterSpec,
     recorded: Option<&str>,
 ) -> Result<Network> {
+    Ok(network_with_origin(s, owner, spec, recorded).await?.0)
+}
+
+/// The managed network and whether it was created by this call.
+async fn network_with_origin(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    recorded: Option<&str>,
+) -> Result<(Network, bool)> {
     let name = owner.cluster_resource_name();
     if let Some(mut n) =
         find_owned::<Network>(s, owner, NETWORK, recorded, ListFilter::by_name(&name)).await?
     {
         n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
-        return Ok(n);
+        return Ok((n, false));
     }
     let mtu = spec
         .network_mtu
@@ -93,7 +110,7 @@ pub async fn ensure_network(
         .await
         .ctx(|| format!("create network {name}"))?;
     n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
-    Ok(n)
+    Ok((n, true))
 }
 
 fn description(owner: &Owner) -> String {
@@ -116,10 +133,20 @@ pub async fn ensure_subnet(
         .with("network_id", network_id)
         .with("cidr", want.cidr.as_str());
     let found = find_owned::<Subnet>(s, owner, SUBNET, recorded, filter).await?;
-    let mut subnet = match found.filter(|f| f.network_id == network_id) {
+    let subnet = match found.filter(|f| f.network_id == network_id) {
         Some(sn) => sn,
         None => create_subnet(s, owner, want, network_id).await?,
     };
+    finish_subnet(s, owner, want, subnet).await
+}
+
+/// Tag the subnet and bring its DNS servers in line.
+async fn finish_subnet(
+    s: &Session,
+    owner: &Owner,
+    want: &SubnetSpec,
+    mut subnet: Subnet,
+) -> Result<Subnet> {
     subnet.tags = ensure_tags(s, owner, SUBNET, &subnet).await?;
     if subnet.dns_nameservers != want.dns_nameservers {
         let body = json!({"dns_nameservers": want.dns_nameservers});

@@ -32,20 +32,21 @@ pub async fn ensure_router(
     if !is_managed_network(spec) {
         return Ok(None);
     }
-    let router = if let Some(p) = &spec.router {
+    let (router, fresh) = if let Some(p) = &spec.router {
         resolve_one::<Router>(
             s,
             ROUTER,
             p.id.as_deref(),
             p.filter.as_ref().map(neutron_filter),
         )
-        .await?
+        .await
+        .map(|r| (r, false))?
     } else if let Some(ext) = external {
         ensure_managed_router(s, owner, spec, ext, recorded.map(|r| r.id.as_str())).await?
     } else {
         return Ok(None);
     };
-    ensure_interfaces(s, &router.id, network).await?;
+    ensure_interfaces(s, &router.id, network, fresh).await?;
     let ips = router
         .external_gateway_info
         .iter()
@@ -66,12 +67,12 @@ async fn ensure_managed_router(
     spec: &OpenStackClusterSpec,
     ext: &NetworkStatus,
     recorded: Option<&str>,
-) -> Result<Router> {
+) -> Result<(Router, bool)> {
     let name = owner.cluster_resource_name();
     let found =
         find_owned::<Router>(s, owner, ROUTER, recorded, ListFilter::by_name(&name)).await?;
-    let mut router = match found {
-        Some(r) => r,
+    let (mut router, fresh) = match found {
+        Some(r) => (r, false),
         None => {
             let body = RouterCreate {
                 name: name.clone(),
@@ -81,9 +82,10 @@ async fn ensure_managed_router(
                 )),
                 external_gateway_info: Some(gateway(s, spec, ext).await?),
             };
-            net::create(s, ROUTER, &body)
+            let r = net::create(s, ROUTER, &body)
                 .await
-                .ctx(|| format!("create router {name}"))?
+                .ctx(|| format!("create router {name}"))?;
+            (r, true)
         }
     };
     router.tags = ensure_tags(s, owner, ROUTER, &router).await?;
@@ -101,7 +103,7 @@ async fn ensure_managed_router(
             .await
             .ctx(|| format!("set gateway of router {}", router.id))?;
     }
-    Ok(router)
+    Ok((router, fresh))
 }
 
 /// The gateway body: external network plus `spec.externalRouterIPs` (subnets resolved on it).
@@ -146,8 +148,14 @@ async fn ensure_interfaces(
     s: &Session,
     router_id: &str,
     network: &NetworkStatusWithSubnets,
+    fresh: bool,
 ) -> Result<()> {
-    let ports = router_ports(s, router_id).await?;
+    // A router created just now has no interfaces: skip the lookup.
+    let ports = if fresh {
+        Vec::new()
+    } else {
+        router_ports(s, router_id).await?
+    };
     let attached = |subnet: &str| {
         ports.iter().any(|p| {
             p.fixed_ips
