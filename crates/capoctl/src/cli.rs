@@ -77,13 +77,6 @@ pub fn run(cli: Cli) -> Result<String> {
 
 fn run_env(args: &EnvArgs) -> Result<String> {
     let cloud = clouds::load(&args.cloud.clouds_yaml, &args.cloud.cloud)?;
-    if cloud.has_comments {
-        eprintln!(
-            "capoctl: note: comments inside clouds.{} are not copied into OPENSTACK_CLOUD_YAML_B64 \
-             (upstream's yq copies them); the YAML means the same",
-            cloud.name
-        );
-    }
     let os_password = std::env::var("OS_PASSWORD").ok();
     let vars = env::compute(&cloud, os_password.as_deref())?;
     Ok(env::format(&vars, args.format))

@@ -21,8 +21,8 @@ pub struct Cloud {
     pub entry: Node,
     /// The file it came from, for messages.
     pub path: PathBuf,
-    /// Whether the entry's lines hold comments (yq would copy them; we cannot, see docs).
-    pub has_comments: bool,
+    /// The comments inside the entry, which yq copies when it re-emits it.
+    pub comments: yaml::Comments,
 }
 
 /// Read `path` and select the entry `name`.
@@ -73,30 +73,24 @@ pub fn select(text: &str, path: &Path, name: &str) -> Result<Cloud> {
         name: name.to_string(),
         entry: entry.clone(),
         path: path.to_path_buf(),
-        has_comments: entry_has_comments(text, entries, name),
+        comments: entry_comments(text, entries, name),
     })
 }
 
-/// Whether a line between the entry's key and the next cloud's key carries a comment. A
-/// heuristic for a warning only: a `#` after a quote character is not counted.
-fn entry_has_comments(text: &str, clouds: &[(Node, Node)], name: &str) -> bool {
-    let key_line = |k: &Node| k.as_scalar().map_or(0, |s| s.line);
-    let Some(i) = clouds
-        .iter()
-        .position(|(k, _)| matches!(k, Node::Scalar(s) if s.value == name))
-    else {
-        return false;
+/// The comments between the entry's key and the next cloud's key.
+fn entry_comments(text: &str, clouds: &[(Node, Node)], name: &str) -> yaml::Comments {
+    let found = clouds.iter().enumerate().find_map(|(i, (k, v))| match k {
+        Node::Scalar(s) if s.value == name => Some((i, s, v)),
+        _ => None,
+    });
+    let Some((i, key, entry)) = found else {
+        return yaml::Comments::default();
     };
-    let start = key_line(&clouds[i].0);
-    let end = clouds.get(i + 1).map_or(usize::MAX, |(k, _)| key_line(k));
-    text.lines()
-        .enumerate()
-        .map(|(n, l)| (n + 1, l))
-        .filter(|(n, _)| *n > start && *n < end)
-        .any(|(_, l)| {
-            l.trim_start().starts_with('#')
-                || l.find(" #").is_some_and(|p| !l[..p].contains(['\'', '"']))
-        })
+    let end = clouds
+        .get(i + 1)
+        .and_then(|(k, _)| k.as_scalar())
+        .map_or(usize::MAX, |s| s.line);
+    yaml::collect_comments(text, entry, key, end)
 }
 
 impl Cloud {
@@ -146,15 +140,6 @@ mod tests {
         assert_eq!(c.field(&["auth", "user_domain_name"]), None);
         assert_eq!(c.field(&["region_name"]).as_deref(), Some("~"));
         assert_eq!(c.raw_field(&["auth", "auth_url"]), "null");
-    }
-
-    #[test]
-    fn notices_comments_inside_the_entry_only() {
-        let doc = "# top\nclouds:\n  a:\n    # inside\n    auth: {}\n  b:\n    auth: {} # b\n";
-        let has = |n| select(doc, Path::new("c.yaml"), n).unwrap().has_comments;
-        assert!(has("a"));
-        assert!(has("b"));
-        assert!(!cloud("a").unwrap().has_comments);
     }
 
     #[test]

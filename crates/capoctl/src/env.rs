@@ -89,7 +89,7 @@ pub fn selected_cloud_yaml(cloud: &Cloud, password: Option<&str>) -> Result<Stri
             },
         )],
     };
-    Ok(yaml::emit_document(&wrapped))
+    Ok(yaml::emit_with_comments(&wrapped, &cloud.comments))
 }
 
 /// yq's `.auth.password = env(PASSWORD)`: creates `auth` and `password` at the end when missing.
@@ -132,6 +132,7 @@ fn password_node(pw: &str, old_style: Option<Style>) -> Node {
         tag: None,
         forced_str: true,
         line: 0,
+        col: 0,
     })
 }
 
@@ -143,6 +144,7 @@ fn key_node(name: &str) -> Node {
         tag: None,
         forced_str: true,
         line: 0,
+        col: 0,
     })
 }
 

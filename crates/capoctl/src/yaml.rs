@@ -6,6 +6,7 @@
 //! typed parser (serde) resolves and forgets both, so this module builds its own tree from the
 //! event stream of `yaml-rust2`.
 
+mod comments;
 mod emit;
 mod resolve;
 mod style;
@@ -15,7 +16,8 @@ use std::collections::HashMap;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-pub use emit::emit_document;
+pub use comments::Comments;
+pub use emit::{emit_document, emit_with_comments};
 pub use resolve::resolves_to_string;
 
 /// How a scalar was quoted in the source.
@@ -47,6 +49,8 @@ pub struct Scalar {
     pub forced_str: bool,
     /// 1-based source line where the scalar starts (0 for nodes made up by this program).
     pub line: usize,
+    /// 0-based source column where the scalar starts.
+    pub col: usize,
 }
 
 /// A node of the document.
@@ -90,6 +94,7 @@ impl Node {
             tag: None,
             forced_str: false,
             line: 0,
+            col: 0,
         })
     }
 
@@ -130,6 +135,52 @@ impl Node {
             _ => None,
         }
     }
+}
+
+/// Source line of the first scalar in `node` (0 when it has none or was made up).
+pub fn first_line(node: &Node) -> usize {
+    first_scalar(node).map_or(0, |s| s.line)
+}
+
+/// Source column of the first scalar in `node`.
+pub fn first_col(node: &Node) -> usize {
+    first_scalar(node).map_or(0, |s| s.col)
+}
+
+fn first_scalar(node: &Node) -> Option<&Scalar> {
+    match node {
+        Node::Scalar(s) => Some(s),
+        Node::Map { entries, .. } => entries.first().and_then(|(k, _)| first_scalar(k)),
+        Node::Seq { items, .. } => items.first().and_then(first_scalar),
+    }
+}
+
+/// Last source line holding content of `node` (block scalars count their body lines).
+pub fn last_line(node: &Node) -> usize {
+    match node {
+        Node::Scalar(s) if matches!(s.style, Style::Literal | Style::Folded) && s.line > 0 => {
+            s.line + s.value.trim_end_matches('\n').matches('\n').count() + 1
+        }
+        Node::Scalar(s) if is_empty_plain(s) => 0,
+        Node::Scalar(s) => s.line,
+        Node::Map { entries, .. } => entries
+            .iter()
+            .map(|(k, v)| last_line(k).max(last_line(v)))
+            .max()
+            .unwrap_or(0),
+        Node::Seq { items, .. } => items.iter().map(last_line).max().unwrap_or(0),
+    }
+}
+
+/// `key:` with nothing after it: the parser places this scalar at the next token.
+fn is_empty_plain(s: &Scalar) -> bool {
+    s.value.is_empty() && s.style == Style::Plain && s.tag.is_none()
+}
+
+/// Find and place the comments of a cloud entry (see [`comments`]).
+pub fn collect_comments(text: &str, entry: &Node, key: &Scalar, end: usize) -> Comments {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    comments::collect(text, entry, key.line, key.col, end)
 }
 
 /// Where and why parsing failed. The reason never quotes document content.
@@ -225,6 +276,7 @@ impl MarkedEventReceiver for Builder<'_> {
                     tag,
                     forced_str: false,
                     line: mark.line(),
+                    col: mark.col(),
                 };
                 self.push_node(Node::Scalar(scalar), anchor);
             }

@@ -1,35 +1,143 @@
 //! Emit a [`Node`] the way yq v4 (go-yaml v3, indent 2, no line wrapping) prints it: quote styles
-//! and flow collections kept, block sequences indented under their key, no blank lines.
+//! and flow collections kept, block sequences indented under their key, comments where
+//! [`Comments`] places them, no other blank lines.
 //!
-//! Not reproduced (the output still means the same): comments, anchors (aliases are expanded),
-//! folded (`>`) scalars, which are written as literal (`|`) blocks.
+//! Not reproduced (the output still means the same): anchors (aliases are expanded), folded (`>`)
+//! scalars, which are written as literal (`|`) blocks, comments inside flow collections.
 
 use super::style::{Ctx, plain_fallback, single_quotable};
-use super::{Node, Scalar, Style};
+use super::{Comments, Node, Scalar, Style, first_line};
 use crate::yaml::resolves_to_string;
 
 const INDENT: usize = 2;
 
-/// The whole document, newline-terminated.
+/// The whole document, newline-terminated, without comments.
 pub fn emit_document(node: &Node) -> String {
-    let mut out = String::new();
+    emit_with_comments(node, &Comments::default())
+}
+
+/// The whole document, newline-terminated, with the comments of its source.
+pub fn emit_with_comments(node: &Node, comments: &Comments) -> String {
+    let mut e = Emitter {
+        cx: comments,
+        out: String::new(),
+    };
     match node {
-        Node::Map {
-            flow: false,
-            entries,
-        } if !entries.is_empty() => emit_map(entries, 0, &mut out),
-        Node::Seq { flow: false, items } if !items.is_empty() => emit_seq(items, 0, &mut out),
+        n if is_block_collection(n) => e.collection(n, 0, false),
         Node::Scalar(s) if is_block(s) => {
-            out.push_str(&block_header(s));
-            out.push('\n');
-            block_body(s, 0, &mut out);
+            e.out.push_str(&block_header(s));
+            e.out.push('\n');
+            block_body(s, 0, &mut e.out);
         }
         other => {
-            out.push_str(&inline(other, Ctx::Block));
-            out.push('\n');
+            e.out.push_str(&inline(other, Ctx::Block));
+            e.out.push('\n');
         }
     }
-    out
+    e.out
+}
+
+struct Emitter<'a> {
+    cx: &'a Comments,
+    out: String,
+}
+
+impl Emitter<'_> {
+    /// A block collection at `indent`; `in_item` when a sequence item's dash precedes it (its
+    /// first key's head comments were written above the dash).
+    fn collection(&mut self, node: &Node, indent: usize, in_item: bool) {
+        match node {
+            Node::Map { entries, .. } => {
+                let mut foot_done = false;
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    // yq appends new keys after the foot comments, with a blank line between.
+                    if !foot_done && i > 0 && first_line(key) == 0 && !self.cx.foot(node).is_empty()
+                    {
+                        self.comment_lines(self.cx.foot(node), indent);
+                        self.out.push('\n');
+                        foot_done = true;
+                    }
+                    if !(in_item && i == 0) {
+                        self.comment_lines(self.cx.head(first_line(key)), indent);
+                    }
+                    self.out.push_str(&" ".repeat(indent));
+                    self.out.push_str(&inline(key, Ctx::Key));
+                    self.out.push(':');
+                    self.value(value, indent, first_line(key));
+                }
+                if foot_done {
+                    return;
+                }
+            }
+            Node::Seq { items, .. } => {
+                for item in items {
+                    self.comment_lines(self.cx.head(first_line(item)), indent);
+                    self.item(item, indent);
+                }
+            }
+            Node::Scalar(_) => return,
+        }
+        self.comment_lines(self.cx.foot(node), indent);
+    }
+
+    fn item(&mut self, item: &Node, indent: usize) {
+        if is_block_collection(item) {
+            // Render the item one level deeper, then put the dash into its first line's indent.
+            let outer = std::mem::take(&mut self.out);
+            self.collection(item, indent + INDENT, true);
+            let inner = std::mem::replace(&mut self.out, outer);
+            self.out.push_str(&" ".repeat(indent));
+            self.out.push_str("- ");
+            self.out.push_str(&inner[indent + INDENT..]);
+        } else {
+            self.out.push_str(&" ".repeat(indent));
+            self.out.push('-');
+            self.value(item, indent, first_line(item));
+        }
+    }
+
+    /// What follows `key:` or `-` on source line `line`: an inline value, a block scalar, or a
+    /// nested collection; that line's comment goes at the end of the output line.
+    fn value(&mut self, value: &Node, indent: usize, line: usize) {
+        let comment = self
+            .cx
+            .line(line)
+            .map(|c| format!(" {c}"))
+            .unwrap_or_default();
+        match value {
+            Node::Scalar(s) if is_block(s) => {
+                self.out.push(' ');
+                self.out.push_str(&block_header(s));
+                self.out.push_str(&comment);
+                self.out.push('\n');
+                block_body(s, indent + INDENT, &mut self.out);
+            }
+            v if is_block_collection(v) => {
+                self.out.push_str(&comment);
+                self.out.push('\n');
+                self.collection(v, indent + INDENT, false);
+            }
+            v => {
+                let text = inline(v, Ctx::Block);
+                if !text.is_empty() {
+                    self.out.push(' ');
+                    self.out.push_str(&text);
+                }
+                self.out.push_str(&comment);
+                self.out.push('\n');
+            }
+        }
+    }
+
+    fn comment_lines(&mut self, lines: &[String], indent: usize) {
+        for l in lines {
+            if !l.is_empty() {
+                self.out.push_str(&" ".repeat(indent));
+                self.out.push_str(l);
+            }
+            self.out.push('\n');
+        }
+    }
 }
 
 /// A scalar as it appears after `key: `, as a key, or inside a flow collection.
@@ -64,64 +172,6 @@ fn is_block_collection(node: &Node) -> bool {
         Node::Map { flow, entries } => !flow && !entries.is_empty(),
         Node::Seq { flow, items } => !flow && !items.is_empty(),
         Node::Scalar(_) => false,
-    }
-}
-
-fn emit_map(entries: &[(Node, Node)], indent: usize, out: &mut String) {
-    for (key, value) in entries {
-        out.push_str(&" ".repeat(indent));
-        out.push_str(&inline(key, Ctx::Key));
-        out.push(':');
-        emit_value(value, indent, out);
-    }
-}
-
-fn emit_seq(items: &[Node], indent: usize, out: &mut String) {
-    for item in items {
-        if is_block_collection(item) {
-            // Render the item one level deeper, then put the dash into its first line's indent.
-            let mut inner = String::new();
-            emit_collection(item, indent + INDENT, &mut inner);
-            out.push_str(&" ".repeat(indent));
-            out.push_str("- ");
-            out.push_str(&inner[indent + INDENT..]);
-        } else {
-            out.push_str(&" ".repeat(indent));
-            out.push('-');
-            emit_value(item, indent, out);
-        }
-    }
-}
-
-fn emit_collection(node: &Node, indent: usize, out: &mut String) {
-    match node {
-        Node::Map { entries, .. } => emit_map(entries, indent, out),
-        Node::Seq { items, .. } => emit_seq(items, indent, out),
-        Node::Scalar(_) => {}
-    }
-}
-
-/// Write what follows `key:` or `-`: an inline value, a block scalar, or a nested collection.
-fn emit_value(value: &Node, indent: usize, out: &mut String) {
-    match value {
-        Node::Scalar(s) if is_block(s) => {
-            out.push(' ');
-            out.push_str(&block_header(s));
-            out.push('\n');
-            block_body(s, indent + INDENT, out);
-        }
-        v if is_block_collection(v) => {
-            out.push('\n');
-            emit_collection(v, indent + INDENT, out);
-        }
-        v => {
-            let text = inline(v, Ctx::Block);
-            if !text.is_empty() {
-                out.push(' ');
-                out.push_str(&text);
-            }
-            out.push('\n');
-        }
     }
 }
 
