@@ -38,6 +38,8 @@ case "${1:-}" in
   *) die "usage: $0 [--update]" ;;
 esac
 
+command -v go >/dev/null || die "the Go toolchain (1.24 or newer) is required on PATH"
+
 # --- the cache key: cheap enough to compute on every call (<1 s when cached) ---------------
 go_version=$(go env GOVERSION)
 pins=$({ cat "$here"/*/go.mod "$here"/*/go.sum 2>/dev/null || true; } | sha256sum | cut -c1-12)
