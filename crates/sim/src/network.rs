@@ -1,0 +1,665 @@
+//! Neutron v2.0: shared helpers (creation defaults, visibility, listing, quotas, tags) and routes.
+
+pub mod floatingips;
+pub mod ipam;
+pub mod networks;
+pub mod ports;
+pub mod routers;
+pub mod secgroups;
+pub mod subnets;
+pub mod trunks;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use parking_lot::MutexGuard;
+use serde_json::{Map, Value, json};
+
+use crate::error::{ApiError, ApiResult, Svc};
+use crate::filter;
+use crate::http::{AppState, Ctx, Query, Shared, body, ok, reply};
+use crate::world::{Rec, World, new_id, now_str};
+
+/// Service tag for Neutron errors.
+pub const SVC: Svc = Svc::Network;
+/// Path prefix of the v2.0 API.
+pub const P: &str = "/network/v2.0";
+
+/// One Neutron resource type: collection name, URL segment, JSON keys and not-found wording.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// World collection and plural JSON key.
+    pub col: &'static str,
+    /// URL segment.
+    pub url: &'static str,
+    /// Singular JSON key.
+    pub one: &'static str,
+    /// Neutron error type for 404.
+    pub nf: &'static str,
+    /// Label in the 404 message.
+    pub label: &'static str,
+}
+
+/// Every Neutron resource type served.
+pub const KINDS: &[Kind] = &[
+    Kind {
+        col: "networks",
+        url: "networks",
+        one: "network",
+        nf: "NetworkNotFound",
+        label: "Network",
+    },
+    Kind {
+        col: "subnets",
+        url: "subnets",
+        one: "subnet",
+        nf: "SubnetNotFound",
+        label: "Subnet",
+    },
+    Kind {
+        col: "ports",
+        url: "ports",
+        one: "port",
+        nf: "PortNotFound",
+        label: "Port",
+    },
+    Kind {
+        col: "routers",
+        url: "routers",
+        one: "router",
+        nf: "RouterNotFound",
+        label: "Router",
+    },
+    Kind {
+        col: "floatingips",
+        url: "floatingips",
+        one: "floatingip",
+        nf: "FloatingIPNotFound",
+        label: "Floating IP",
+    },
+    Kind {
+        col: "security_groups",
+        url: "security-groups",
+        one: "security_group",
+        nf: "SecurityGroupNotFound",
+        label: "Security group",
+    },
+    Kind {
+        col: "security_group_rules",
+        url: "security-group-rules",
+        one: "security_group_rule",
+        nf: "SecurityGroupRuleNotFound",
+        label: "Security group rule",
+    },
+    Kind {
+        col: "trunks",
+        url: "trunks",
+        one: "trunk",
+        nf: "TrunkNotFound",
+        label: "Trunk",
+    },
+];
+
+/// The kind for a collection name.
+pub fn kind(col: &str) -> Kind {
+    KINDS
+        .iter()
+        .copied()
+        .find(|k| k.col == col)
+        .unwrap_or(KINDS[0])
+}
+
+/// Neutron's 404 for a resource.
+pub fn not_found(col: &str, id: &str) -> ApiError {
+    let k = kind(col);
+    let msg = if col.starts_with("security_group") {
+        format!("{} {id} does not exist", k.label)
+    } else {
+        format!("{} {id} could not be found.", k.label)
+    };
+    ApiError::not_found(SVC, k.nf, msg)
+}
+
+/// Lock the world for a Neutron request, creating the project's default security group on first use
+/// as Neutron does.
+pub fn lock<'a>(st: &'a Shared, ctx: &Ctx) -> MutexGuard<'a, World> {
+    let mut w = st.world();
+    secgroups::ensure_default(&mut w, &ctx.project);
+    w
+}
+
+/// Build a new resource body: defaults overlaid with the request, plus the standard attributes.
+/// Unknown attributes are rejected like Neutron does.
+pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, Value)> {
+    let Value::Object(mut body) = defaults else {
+        return Err(ApiError::bad_request(SVC, "bad defaults"));
+    };
+    let project = match (req["project_id"].as_str(), req["tenant_id"].as_str()) {
+        (Some(p), _) | (None, Some(p)) if ctx.admin => p.to_string(),
+        _ => ctx.project.clone(),
+    };
+    let id = req["id"]
+        .as_str()
+        .filter(|_| ctx.admin)
+        .map(str::to_string)
+        .unwrap_or_else(new_id);
+    for (k, v) in req.as_object().into_iter().flatten() {
+        if matches!(k.as_str(), "id" | "project_id" | "tenant_id") {
+            continue;
+        }
+        if !body.contains_key(k) && k != "tags" {
+            return Err(
+                ApiError::bad_request(SVC, format!("Unrecognized attribute(s) '{k}'"))
+                    .kind("HTTPBadRequest"),
+            );
+        }
+        body.insert(k.clone(), v.clone());
+    }
+    let now = now_str();
+    let std: [(&str, Value); 7] = [
+        ("id", json!(id)),
+        ("tenant_id", json!(project)),
+        ("project_id", json!(project)),
+        ("created_at", json!(now)),
+        ("updated_at", json!(now)),
+        ("revision_number", json!(0)),
+        ("tags", body.get("tags").cloned().unwrap_or(json!([]))),
+    ];
+    let mut out = Map::new();
+    out.insert("id".into(), json!(id));
+    for (k, v) in body {
+        out.insert(k, v);
+    }
+    for (k, v) in std {
+        out.insert(k.to_string(), v);
+    }
+    out.entry("description").or_insert(json!(""));
+    Ok((project, Value::Object(out)))
+}
+
+/// Apply an update: only `allowed` keys may change; bumps revision and updated_at.
+pub fn apply_update(body: &mut Value, req: &Value, allowed: &[&str]) -> ApiResult<()> {
+    for (k, v) in req.as_object().into_iter().flatten() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(ApiError::bad_request(
+                SVC,
+                format!("Cannot update read-only attribute {k}"),
+            )
+            .kind("HTTPBadRequest"));
+        }
+        body[k] = v.clone();
+    }
+    touch(body);
+    Ok(())
+}
+
+/// Bump revision_number and updated_at.
+pub fn touch(body: &mut Value) {
+    let rev = body["revision_number"].as_i64().unwrap_or(0) + 1;
+    body["revision_number"] = json!(rev);
+    body["updated_at"] = json!(now_str());
+}
+
+/// Whether a caller can see a resource.
+pub fn visible(w: &World, ctx: &Ctx, col: &str, rec: &Rec) -> bool {
+    if ctx.owns(&rec.project) {
+        return true;
+    }
+    match col {
+        "networks" => {
+            rec.body["shared"] == json!(true) || rec.body["router:external"] == json!(true)
+        }
+        "subnets" => rec.body["network_id"]
+            .as_str()
+            .and_then(|n| w.get("networks", n))
+            .is_some_and(|n| {
+                n.body["shared"] == json!(true) || n.body["router:external"] == json!(true)
+            }),
+        "security_groups" => rec.body["shared"] == json!(true),
+        _ => false,
+    }
+}
+
+/// A visible resource or Neutron's 404.
+pub fn find<'a>(w: &'a World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<&'a Rec> {
+    w.get(col, id)
+        .filter(|r| visible(w, ctx, col, r))
+        .ok_or_else(|| not_found(col, id))
+}
+
+/// A resource the caller owns (mutable) or Neutron's 404.
+pub fn find_owned<'a>(w: &'a mut World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<&'a mut Rec> {
+    w.get_mut(col, id)
+        .filter(|r| ctx.owns(&r.project))
+        .ok_or_else(|| not_found(col, id))
+}
+
+/// The wire form of a stored resource (joins derived fields).
+pub fn render(w: &World, col: &str, rec: &Rec) -> Value {
+    match col {
+        "security_groups" => secgroups::render(w, rec),
+        _ => rec.body.clone(),
+    }
+}
+
+/// 409 OverQuota when a project is at its limit for a resource.
+pub fn check_quota(w: &World, project: &str, col: &str, key: &str) -> ApiResult<()> {
+    let limit = w.quota(project, key);
+    if limit >= 0 && w.count_owned(col, project) >= limit {
+        return Err(ApiError::conflict(
+            SVC,
+            "OverQuota",
+            format!("Quota exceeded for resources: ['{key}']."),
+        ));
+    }
+    Ok(())
+}
+
+/// List a collection with filters, sorting, pagination and field selection.
+pub fn list_with(
+    st: &Shared,
+    ctx: &Ctx,
+    q: &Query,
+    col: &str,
+    skip: &[&str],
+    extra: &dyn Fn(&Value) -> bool,
+) -> ApiResult {
+    let w = lock(st, ctx);
+    // Neutron lists every project's resources to admins, with or without all_tenants.
+    let all = ctx.admin;
+    let mut items: Vec<Value> = w
+        .iter(col)
+        .filter(|(_, r)| if all { true } else { visible(&w, ctx, col, r) })
+        .filter(|(_, r)| filter::matches(&r.body, q, skip) && extra(&r.body))
+        .map(|(_, r)| render(&w, col, r))
+        .collect();
+    drop(w);
+    filter::sort(&mut items, q);
+    let (mut items, next) = filter::page(items, q, "id");
+    filter::select_fields(&mut items, q);
+    let k = kind(col);
+    let mut out = Map::new();
+    out.insert(k.col.to_string(), Value::Array(items));
+    if let Some(m) = next {
+        let href = format!("{}{P}/{}?{}", st.base_url, k.url, q.with_marker(&m));
+        out.insert(
+            format!("{}_links", k.col),
+            json!([{"rel": "next", "href": href}]),
+        );
+    }
+    ok(Value::Object(out))
+}
+
+/// Plain list.
+pub fn list(st: &Shared, ctx: &Ctx, q: &Query, col: &str) -> ApiResult {
+    list_with(st, ctx, q, col, &[], &|_| true)
+}
+
+/// Show one resource.
+pub fn show(st: &Shared, ctx: &Ctx, q: &Query, col: &str, id: &str) -> ApiResult {
+    let w = lock(st, ctx);
+    let rec = find(&w, ctx, col, id)?;
+    let mut items = [render(&w, col, rec)];
+    filter::select_fields(&mut items, q);
+    let [item] = items;
+    ok(json!({kind(col).one: item}))
+}
+
+/// 201 with `{one: body}`.
+pub fn created(col: &str, v: Value) -> ApiResult {
+    Ok(reply(StatusCode::CREATED, json!({kind(col).one: v})))
+}
+
+/// Unwrap `{one: {...}}` from a request body.
+pub fn req_member(col: &str, b: &Bytes) -> ApiResult<Value> {
+    crate::http::member(SVC, body(SVC, b)?, kind(col).one)
+}
+
+fn tags_of(w: &World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<Vec<String>> {
+    let r = find(w, ctx, col, id)?;
+    Ok(serde_json::from_value(r.body["tags"].clone()).unwrap_or_default())
+}
+
+fn set_tags(w: &mut World, ctx: &Ctx, col: &str, id: &str, tags: Vec<String>) -> ApiResult<()> {
+    let r = find_owned(w, ctx, col, id)?;
+    r.body["tags"] = json!(tags);
+    touch(&mut r.body);
+    Ok(())
+}
+
+async fn tags_get(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+) -> ApiResult {
+    let w = lock(&st, &ctx);
+    ok(json!({"tags": tags_of(&w, &ctx, &col, &id)?}))
+}
+
+async fn tags_put(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+    b: Bytes,
+) -> ApiResult {
+    let req = body(SVC, &b)?;
+    let tags: Vec<String> = serde_json::from_value(req["tags"].clone())
+        .map_err(|_| ApiError::bad_request(SVC, "Invalid tags body"))?;
+    let mut w = lock(&st, &ctx);
+    set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
+    ok(json!({"tags": tags}))
+}
+
+async fn tags_clear(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    set_tags(&mut w, &ctx, &col, &id, vec![])?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn tag_one(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    method: axum::http::Method,
+    Path((col, id, tag)): Path<(String, String, String)>,
+) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    let mut tags = tags_of(&w, &ctx, &col, &id)?;
+    let present = tags.contains(&tag);
+    let missing =
+        || ApiError::not_found(SVC, "TagNotFound", format!("Tag {tag} could not be found."));
+    match method.as_str() {
+        "GET" if present => Ok(StatusCode::NO_CONTENT.into_response()),
+        "GET" => Err(missing()),
+        "PUT" => {
+            if !present {
+                tags.push(tag.clone());
+                set_tags(&mut w, &ctx, &col, &id, tags)?;
+            }
+            Ok(StatusCode::CREATED.into_response())
+        }
+        _ if present => {
+            tags.retain(|t| t != &tag);
+            set_tags(&mut w, &ctx, &col, &id, tags)?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        _ => Err(missing()),
+    }
+}
+
+const EXTENSIONS: &[(&str, &str)] = &[
+    ("agent", "agent"),
+    ("allowed-address-pairs", "Allowed Address Pairs"),
+    ("availability_zone", "Availability Zone"),
+    ("binding", "Port Binding"),
+    ("default-subnetpools", "Default Subnetpools"),
+    ("dns-integration", "DNS Integration"),
+    ("external-net", "Neutron external network"),
+    (
+        "ext-gw-mode",
+        "Neutron L3 Configurable external gateway mode",
+    ),
+    ("extraroute", "Neutron Extra Route"),
+    ("network-ip-availability", "Network IP Availability"),
+    ("network_availability_zone", "Network Availability Zone"),
+    ("net-mtu", "Network MTU"),
+    ("net-mtu-writable", "Network MTU (writable)"),
+    ("port-security", "Port Security"),
+    ("project-id", "project_id field enabled"),
+    ("quotas", "Quota management support"),
+    ("quota_details", "Quota details management support"),
+    ("router", "Neutron L3 Router"),
+    ("router_availability_zone", "Router Availability Zone"),
+    ("security-group", "security-group"),
+    ("standard-attr-description", "standard-attr-description"),
+    ("standard-attr-revisions", "Resource revision numbers"),
+    (
+        "standard-attr-tag",
+        "Tag support for resources with standard attribute: subnet, trunk, network_segment_range, router, network, policy, subnetpool, port, security_group, floatingip",
+    ),
+    ("standard-attr-timestamp", "Resource timestamps"),
+    ("subnet_allocation", "Subnet Allocation"),
+    ("tag-creation", "Tag support for resource creation"),
+    ("trunk", "Trunk Extension"),
+    ("trunk-details", "Trunk port details"),
+    ("pagination", "Pagination support"),
+    ("sorting", "Sorting support"),
+    ("stateful-security-group", "Stateful security group"),
+    ("fip-port-details", "Floating IP Port Details Extension"),
+    (
+        "tag-ports-during-bulk-creation",
+        "Tag Ports During Bulk Creation",
+    ),
+];
+
+fn extension_json(alias: &str, name: &str) -> Value {
+    json!({"alias": alias, "name": name, "description": name, "updated": "2020-01-01T10:00:00-00:00", "links": []})
+}
+
+async fn extensions() -> ApiResult {
+    ok(
+        json!({"extensions": EXTENSIONS.iter().map(|(a, n)| extension_json(a, n)).collect::<Vec<_>>()}),
+    )
+}
+
+async fn extension(Path(alias): Path<String>) -> ApiResult {
+    EXTENSIONS
+        .iter()
+        .find(|(a, _)| *a == alias)
+        .map(|(a, n)| reply(StatusCode::OK, json!({"extension": extension_json(a, n)})))
+        .ok_or_else(|| {
+            ApiError::not_found(
+                SVC,
+                "HTTPNotFound",
+                format!("Extension with alias {alias} does not exist"),
+            )
+        })
+}
+
+/// Neutron quota keys and the collections they count.
+pub const QUOTA_KEYS: &[(&str, &str)] = &[
+    ("network", "networks"),
+    ("subnet", "subnets"),
+    ("port", "ports"),
+    ("router", "routers"),
+    ("floatingip", "floatingips"),
+    ("security_group", "security_groups"),
+    ("security_group_rule", "security_group_rules"),
+    ("trunk", "trunks"),
+];
+
+fn quota_target(ctx: &Ctx, project: &str) -> ApiResult<()> {
+    if ctx.owns(project) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "PolicyNotAuthorized",
+            "rule:get_quota is disallowed by policy",
+        ))
+    }
+}
+
+async fn quota_show(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String>) -> ApiResult {
+    quota_target(&ctx, &p)?;
+    let w = lock(&st, &ctx);
+    let q: Map<String, Value> = QUOTA_KEYS
+        .iter()
+        .map(|(k, _)| (k.to_string(), json!(w.quota(&p, k))))
+        .collect();
+    ok(json!({"quota": q}))
+}
+
+async fn quota_details(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String>) -> ApiResult {
+    quota_target(&ctx, &p)?;
+    let w = lock(&st, &ctx);
+    let q: Map<String, Value> = QUOTA_KEYS
+        .iter()
+        .map(|(k, col)| {
+            (
+                k.to_string(),
+                json!({"limit": w.quota(&p, k), "used": w.count_owned(col, &p), "reserved": 0}),
+            )
+        })
+        .collect();
+    ok(json!({"quota": q}))
+}
+
+async fn quota_update(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path(p): Path<String>,
+    b: Bytes,
+) -> ApiResult {
+    if !ctx.admin {
+        return Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "PolicyNotAuthorized",
+            "rule:update_quota is disallowed by policy",
+        ));
+    }
+    let req = body(SVC, &b)?;
+    let mut w = lock(&st, &ctx);
+    for (k, v) in req["quota"].as_object().into_iter().flatten() {
+        if let Some(n) = v.as_i64() {
+            w.quotas.entry(p.clone()).or_default().insert(k.clone(), n);
+        }
+    }
+    let q: Map<String, Value> = QUOTA_KEYS
+        .iter()
+        .map(|(k, _)| (k.to_string(), json!(w.quota(&p, k))))
+        .collect();
+    ok(json!({"quota": q}))
+}
+
+async fn quota_list(State(st): State<AppState>, ctx: Ctx) -> ApiResult {
+    let w = lock(&st, &ctx);
+    let list: Vec<Value> = w
+        .quotas
+        .iter()
+        .filter(|(p, _)| ctx.owns(p))
+        .map(|(p, _)| {
+            let mut q: Map<String, Value> = QUOTA_KEYS
+                .iter()
+                .map(|(k, _)| (k.to_string(), json!(w.quota(p, k))))
+                .collect();
+            q.insert("project_id".into(), json!(p));
+            q.insert("tenant_id".into(), json!(p));
+            Value::Object(q)
+        })
+        .collect();
+    ok(json!({"quotas": list}))
+}
+
+async fn availability_zones(State(st): State<AppState>, _ctx: Ctx) -> ApiResult {
+    let zones = st.world().seed.availability_zones.clone();
+    let list: Vec<Value> = zones
+        .iter()
+        .flat_map(|z| {
+            ["network", "router"].map(|r| json!({"name": z, "resource": r, "state": "available"}))
+        })
+        .collect();
+    ok(json!({"availability_zones": list}))
+}
+
+async fn versions(State(st): State<AppState>) -> Response {
+    reply(
+        StatusCode::OK,
+        json!({"versions": [{"id": "v2.0", "status": "CURRENT",
+        "links": [{"href": format!("{}/network/v2.0/", st.base_url), "rel": "self"}]}]}),
+    )
+}
+
+async fn v2_root(State(st): State<AppState>) -> Response {
+    let res: Vec<Value> = KINDS
+        .iter()
+        .map(|k| json!({"name": k.one, "collection": k.url,
+                        "links": [{"href": format!("{}{P}/{}", st.base_url, k.url), "rel": "self"}]}))
+        .collect();
+    reply(StatusCode::OK, json!({"resources": res}))
+}
+
+/// Collections that exist in Neutron but hold nothing in the simulator.
+const EMPTY_COLLECTIONS: &[&str] = &[
+    "subnetpools",
+    "address-scopes",
+    "address-groups",
+    "rbac-policies",
+    "segments",
+    "network-segment-ranges",
+    "local-ips",
+];
+
+async fn empty_list(_ctx: Ctx, Path(res): Path<String>) -> ApiResult {
+    if !EMPTY_COLLECTIONS.contains(&res.as_str()) {
+        return Err(ApiError::not_found(
+            SVC,
+            "HTTPNotFound",
+            "The resource could not be found.",
+        ));
+    }
+    ok(json!({res.replace('-', "_"): []}))
+}
+
+/// Neutron routes.
+pub fn routes() -> Router<AppState> {
+    let mut r = Router::new()
+        .route("/network", get(versions))
+        .route(P, get(v2_root))
+        .route(&format!("{P}/extensions"), get(extensions))
+        .route(&format!("{P}/extensions/{{alias}}"), get(extension))
+        .route(&format!("{P}/quotas"), get(quota_list))
+        .route(
+            &format!("{P}/quotas/{{p}}"),
+            get(quota_show).put(quota_update),
+        )
+        .route(
+            &format!("{P}/quotas/{{p}}/details.json"),
+            get(quota_details),
+        )
+        .route(&format!("{P}/availability_zones"), get(availability_zones))
+        .route(&format!("{P}/{{res}}"), get(empty_list));
+    for k in KINDS.iter().filter(|k| k.col != "security_group_rules") {
+        let col = k.col;
+        r = r
+            .route(
+                &format!("{P}/{}/{{id}}/tags", k.url),
+                get(move |s, c, Path(id): Path<String>| {
+                    tags_get(s, c, Path((col.to_string(), id)))
+                })
+                .put(move |s, c, Path(id): Path<String>, b| {
+                    tags_put(s, c, Path((col.to_string(), id)), b)
+                })
+                .delete(move |s, c, Path(id): Path<String>| {
+                    tags_clear(s, c, Path((col.to_string(), id)))
+                }),
+            )
+            .route(
+                &format!("{P}/{}/{{id}}/tags/{{tag}}", k.url),
+                get(move |s, c, m, Path((id, t)): Path<(String, String)>| {
+                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                })
+                .put(move |s, c, m, Path((id, t)): Path<(String, String)>| {
+                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                })
+                .delete(move |s, c, m, Path((id, t)): Path<(String, String)>| {
+                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                }),
+            );
+    }
+    r.merge(networks::routes())
+        .merge(subnets::routes())
+        .merge(ports::routes())
+        .merge(routers::routes())
+        .merge(floatingips::routes())
+        .merge(secgroups::routes())
+        .merge(trunks::routes())
+}

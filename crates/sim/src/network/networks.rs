@@ -1,0 +1,127 @@
+//! Neutron networks.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::{AppState, Ctx, Query, ok};
+use crate::network::{
+    P, SVC, apply_update, check_quota, created, find_owned, list, lock, new_body, req_member, show,
+};
+use crate::world::World;
+
+const COL: &str = "networks";
+
+fn defaults(w: &World) -> Value {
+    json!({
+        "name": "", "admin_state_up": true, "mtu": 1442, "status": "ACTIVE", "subnets": [], "shared": false,
+        "availability_zone_hints": [], "availability_zones": w.seed.availability_zones.first().map(|z| vec![z.clone()]).unwrap_or_default(),
+        "ipv4_address_scope": null, "ipv6_address_scope": null, "router:external": false, "description": "",
+        "port_security_enabled": true, "qos_policy_id": null, "dns_domain": "", "l2_adjacency": true, "is_default": false,
+        "provider:network_type": "geneve", "provider:physical_network": null, "provider:segmentation_id": null,
+    })
+}
+
+/// Create a network (shared by the API and the seed).
+pub fn create_network(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
+    let (project, mut body) = new_body(ctx, &req, defaults(w))?;
+    check_quota(w, &project, COL, "network")?;
+    if body["router:external"] == json!(true) && !ctx.admin {
+        return Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "PolicyNotAuthorized",
+            "(rule:create_network and rule:create_network:router:external) is disallowed by policy",
+        ));
+    }
+    let seg = w.count_owned(COL, &project) + w.iter(COL).count() as i64 + 100;
+    body["provider:segmentation_id"] = json!(seg);
+    let id = body["id"].as_str().unwrap_or_default().to_string();
+    w.insert(COL, &id, &project, body.clone());
+    Ok(body)
+}
+
+async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
+    let req = req_member(COL, &b)?;
+    let mut w = lock(&st, &ctx);
+    created(COL, create_network(&mut w, &ctx, req)?)
+}
+
+async fn update(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    b: Bytes,
+) -> ApiResult {
+    let req = req_member(COL, &b)?;
+    let mut w = lock(&st, &ctx);
+    let rec = find_owned(&mut w, &ctx, COL, &id)?;
+    apply_update(
+        &mut rec.body,
+        &req,
+        &[
+            "name",
+            "description",
+            "admin_state_up",
+            "mtu",
+            "shared",
+            "port_security_enabled",
+            "qos_policy_id",
+            "dns_domain",
+            "router:external",
+            "is_default",
+        ],
+    )?;
+    ok(json!({"network": rec.body.clone()}))
+}
+
+/// Device owners whose ports do not keep a network in use (Neutron removes them itself).
+fn is_service_port(owner: &str) -> bool {
+    owner == "network:dhcp"
+}
+
+async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    find_owned(&mut w, &ctx, COL, &id)?;
+    let in_use = w.iter("ports").any(|(_, p)| {
+        p.body["network_id"] == json!(id)
+            && !is_service_port(p.body["device_owner"].as_str().unwrap_or(""))
+    });
+    if in_use {
+        return Err(ApiError::conflict(
+            SVC,
+            "NetworkInUse",
+            format!(
+                "Unable to complete operation on network {id}. There are one or more ports still in use on the network."
+            ),
+        ));
+    }
+    let subnets: Vec<String> = w
+        .iter("subnets")
+        .filter(|(_, s)| s.body["network_id"] == json!(id))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for s in subnets {
+        w.remove("subnets", &s);
+        w.ipam.remove(&s);
+    }
+    w.remove(COL, &id);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{P}/networks"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
+        .route(
+            &format!("{P}/networks/{{id}}"),
+            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
+                .put(update)
+                .delete(delete),
+        )
+}

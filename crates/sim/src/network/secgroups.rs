@@ -1,0 +1,376 @@
+//! Neutron security groups and rules: default groups and egress rules, duplicate and in-use 409s.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::{AppState, Ctx, Query, ok};
+use crate::network::ipam::Cidr;
+use crate::network::{
+    P, SVC, apply_update, check_quota, created, find, find_owned, list, lock, new_body, req_member,
+    show,
+};
+use crate::world::{Rec, World, new_id, now_str};
+
+const COL: &str = "security_groups";
+const RULES: &str = "security_group_rules";
+
+/// A group with its rules joined in.
+pub fn render(w: &World, rec: &Rec) -> Value {
+    let mut b = rec.body.clone();
+    let id = &rec.body["id"];
+    let rules: Vec<Value> = w
+        .iter(RULES)
+        .filter(|(_, r)| &r.body["security_group_id"] == id)
+        .map(|(_, r)| r.body.clone())
+        .collect();
+    b["security_group_rules"] = Value::Array(rules);
+    b
+}
+
+fn rule_defaults() -> Value {
+    json!({
+        "security_group_id": null, "direction": null, "ethertype": "IPv4", "protocol": null, "port_range_min": null,
+        "port_range_max": null, "remote_ip_prefix": null, "remote_group_id": null, "remote_address_group_id": null,
+        "normalized_cidr": null, "description": "", "belongs_to_default_sg": false,
+    })
+}
+
+fn insert_rule(
+    w: &mut World,
+    project: &str,
+    sg: &str,
+    direction: &str,
+    ethertype: &str,
+    remote_group: Option<&str>,
+    default_sg: bool,
+) {
+    let id = new_id();
+    let now = now_str();
+    let mut body = rule_defaults();
+    for (k, v) in [
+        ("id", json!(id)),
+        ("tenant_id", json!(project)),
+        ("project_id", json!(project)),
+        ("security_group_id", json!(sg)),
+        ("direction", json!(direction)),
+        ("ethertype", json!(ethertype)),
+        ("remote_group_id", json!(remote_group)),
+        ("belongs_to_default_sg", json!(default_sg)),
+        ("created_at", json!(now)),
+        ("updated_at", json!(now)),
+        ("revision_number", json!(0)),
+        ("tags", json!([])),
+    ] {
+        body[k] = v;
+    }
+    w.insert(RULES, &id, project, body);
+}
+
+fn insert_group(
+    w: &mut World,
+    project: &str,
+    name: &str,
+    description: &str,
+    extra: &Value,
+) -> Value {
+    let id = new_id();
+    let now = now_str();
+    let mut body = json!({
+        "id": id, "name": name, "description": description, "tenant_id": project, "project_id": project,
+        "stateful": true, "shared": false, "tags": [], "created_at": now, "updated_at": now, "revision_number": 1,
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        body[k] = v.clone();
+    }
+    w.insert(COL, &id, project, body.clone());
+    let is_default = name == "default";
+    for eth in ["IPv4", "IPv6"] {
+        insert_rule(w, project, &id, "egress", eth, None, is_default);
+        if is_default {
+            insert_rule(w, project, &id, "ingress", eth, Some(&id), true);
+        }
+    }
+    body
+}
+
+/// Create the project's default group if it has none yet.
+pub fn ensure_default(w: &mut World, project: &str) {
+    if project.is_empty() || w.default_sg.contains_key(project) {
+        return;
+    }
+    let body = insert_group(w, project, "default", "Default security group", &json!({}));
+    w.default_sg.insert(
+        project.to_string(),
+        body["id"].as_str().unwrap_or_default().to_string(),
+    );
+}
+
+async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
+    let req = req_member(COL, &b)?;
+    let mut w = lock(&st, &ctx);
+    let defaults = json!({"name": "", "description": "", "stateful": true, "shared": false});
+    let (project, body) = new_body(&ctx, &req, defaults)?;
+    check_quota(&w, &project, COL, "security_group")?;
+    if body["name"] == json!("default") {
+        return Err(ApiError::conflict(
+            SVC,
+            "SecurityGroupDefaultAlreadyExists",
+            "Default security group already exists.",
+        ));
+    }
+    let extra = json!({"tags": body["tags"], "stateful": body["stateful"]});
+    let out = insert_group(
+        &mut w,
+        &project,
+        body["name"].as_str().unwrap_or(""),
+        body["description"].as_str().unwrap_or(""),
+        &extra,
+    );
+    let rec = Rec { project, body: out };
+    created(COL, render(&w, &rec))
+}
+
+async fn update(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    b: Bytes,
+) -> ApiResult {
+    let req = req_member(COL, &b)?;
+    let mut w = lock(&st, &ctx);
+    let rec = find_owned(&mut w, &ctx, COL, &id)?;
+    apply_update(&mut rec.body, &req, &["name", "description", "stateful"])?;
+    let rec = rec.clone();
+    ok(json!({"security_group": render(&w, &rec)}))
+}
+
+async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    let rec = find_owned(&mut w, &ctx, COL, &id)?.clone();
+    if rec.body["name"] == json!("default") && !ctx.admin {
+        return Err(ApiError::conflict(
+            SVC,
+            "SecurityGroupCannotRemoveDefault",
+            "Insufficient rights for removing default security group.",
+        ));
+    }
+    let in_use = w.iter("ports").any(|(_, p)| {
+        p.body["security_groups"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!(id)))
+    });
+    if in_use {
+        return Err(ApiError::conflict(
+            SVC,
+            "SecurityGroupInUse",
+            format!("Security Group {id} in use."),
+        ));
+    }
+    let rules: Vec<String> = w
+        .iter(RULES)
+        .filter(|(_, r)| {
+            r.body["security_group_id"] == json!(id) || r.body["remote_group_id"] == json!(id)
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for r in rules {
+        w.remove(RULES, &r);
+    }
+    w.remove(COL, &id);
+    if w.default_sg.get(&rec.project) == Some(&id) {
+        w.default_sg.remove(&rec.project);
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn protocol_number(p: &str) -> Option<u8> {
+    match p {
+        "tcp" => Some(6),
+        "udp" => Some(17),
+        "icmp" => Some(1),
+        "ipv6-icmp" | "icmpv6" => Some(58),
+        "sctp" => Some(132),
+        "vrrp" => Some(112),
+        "gre" => Some(47),
+        "esp" => Some(50),
+        "ah" => Some(51),
+        "any" => Some(0),
+        n => n.parse().ok(),
+    }
+}
+
+fn invalid(kind: &'static str, msg: impl Into<String>) -> ApiError {
+    ApiError::bad_request(SVC, msg).kind(kind)
+}
+
+fn validate_rule(body: &mut Value) -> ApiResult<()> {
+    let direction = body["direction"].as_str().unwrap_or("");
+    if direction != "ingress" && direction != "egress" {
+        return Err(invalid(
+            "InvalidInput",
+            format!(
+                "Invalid input for direction. Reason: '{direction}' is not in ['ingress', 'egress']."
+            ),
+        ));
+    }
+    let eth = body["ethertype"].as_str().unwrap_or("IPv4").to_string();
+    if eth != "IPv4" && eth != "IPv6" {
+        return Err(invalid(
+            "InvalidInput",
+            format!("Invalid input for ethertype. Reason: '{eth}' is not in ['IPv4', 'IPv6']."),
+        ));
+    }
+    if let Some(p) = body["protocol"].as_str()
+        && protocol_number(p).is_none()
+    {
+        return Err(invalid(
+            "SecurityGroupRuleInvalidProtocol",
+            format!("Security group rule protocol {p} not supported."),
+        ));
+    }
+    let (min, max) = (
+        body["port_range_min"].as_i64(),
+        body["port_range_max"].as_i64(),
+    );
+    if matches!(
+        body["protocol"].as_str(),
+        Some("tcp" | "udp" | "sctp" | "6" | "17")
+    ) && let (Some(a), Some(b)) = (min, max)
+        && (a > b || a < 1 || b > 65535)
+    {
+        return Err(invalid(
+            "SecurityGroupInvalidPortRange",
+            "For TCP/UDP protocols, port_range_min must be <= port_range_max",
+        ));
+    }
+    if (min.is_some() || max.is_some()) && body["protocol"].is_null() {
+        return Err(invalid(
+            "SecurityGroupProtocolRequiredWithPorts",
+            "Must also specify protocol if port range is given.",
+        ));
+    }
+    if let Some(prefix) = body["remote_ip_prefix"].as_str().map(str::to_string) {
+        let c = Cidr::parse(&prefix, false).or_else(|| {
+            Cidr::parse(
+                &format!("{prefix}/{}", if prefix.contains(':') { 128 } else { 32 }),
+                false,
+            )
+        });
+        let c = c.ok_or_else(|| invalid("InvalidInput", format!("Invalid input for remote_ip_prefix. Reason: '{prefix}' is not a valid IP subnet.")))?;
+        if c.v6 != (eth == "IPv6") {
+            return Err(invalid(
+                "SecurityGroupRuleParameterConflict",
+                format!("Conflicting value ethertype {eth} for CIDR {prefix}"),
+            ));
+        }
+        body["normalized_cidr"] = json!(c.to_text());
+        if !body["remote_group_id"].is_null() {
+            return Err(invalid(
+                "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+                "Only remote_ip_prefix or remote_group_id may be provided.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+const RULE_IDENTITY: &[&str] = &[
+    "security_group_id",
+    "direction",
+    "ethertype",
+    "protocol",
+    "port_range_min",
+    "port_range_max",
+    "normalized_cidr",
+    "remote_group_id",
+    "remote_address_group_id",
+];
+
+async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
+    let req = req_member(RULES, &b)?;
+    let mut w = lock(&st, &ctx);
+    let (project, mut body) = new_body(&ctx, &req, rule_defaults())?;
+    let sg = body["security_group_id"].as_str().unwrap_or("").to_string();
+    let owner = find(&w, &ctx, COL, &sg)?.project.clone();
+    if !ctx.owns(&owner) {
+        return Err(crate::network::not_found(COL, &sg));
+    }
+    if let Some(rg) = body["remote_group_id"].as_str() {
+        find(&w, &ctx, COL, rg)?;
+    }
+    validate_rule(&mut body)?;
+    check_quota(&w, &project, RULES, "security_group_rule")?;
+    let dup = w
+        .iter(RULES)
+        .find(|(_, r)| RULE_IDENTITY.iter().all(|k| r.body[*k] == body[*k]));
+    if let Some((rid, _)) = dup {
+        return Err(ApiError::conflict(
+            SVC,
+            "SecurityGroupRuleExists",
+            format!("Security group rule already exists. Rule id is {rid}."),
+        ));
+    }
+    body["belongs_to_default_sg"] = json!(w.default_sg.get(&owner) == Some(&sg));
+    let id = body["id"].as_str().unwrap_or_default().to_string();
+    w.insert(RULES, &id, &owner, body.clone());
+    created(RULES, body)
+}
+
+async fn delete_rule(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    find_owned(&mut w, &ctx, RULES, &id)?;
+    w.remove(RULES, &id);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{P}/security-groups"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
+        .route(
+            &format!("{P}/security-groups/{{id}}"),
+            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
+                .put(update)
+                .delete(delete),
+        )
+        .route(&format!("{P}/security-group-rules"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, RULES) }).post(create_rule))
+        .route(
+            &format!("{P}/security-group-rules/{{id}}"),
+            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, RULES, &id) })
+                .delete(delete_rule),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_validation() {
+        let mut r = json!({"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 22, "port_range_max": 22, "remote_ip_prefix": "10.0.0.1/8", "remote_group_id": null});
+        assert!(validate_rule(&mut r).is_ok());
+        assert_eq!(r["normalized_cidr"], "10.0.0.0/8");
+        let mut bad = json!({"direction": "ingress", "protocol": "tcp", "port_range_min": 23, "port_range_max": 22});
+        assert_eq!(
+            validate_rule(&mut bad).map_err(|e| e.kind).err(),
+            Some("SecurityGroupInvalidPortRange")
+        );
+        let mut v6 = json!({"direction": "egress", "ethertype": "IPv4", "remote_ip_prefix": "::/0", "remote_group_id": null});
+        assert!(validate_rule(&mut v6).is_err());
+    }
+
+    #[test]
+    fn default_group_has_four_rules() {
+        let mut w = World::default();
+        ensure_default(&mut w, "p");
+        ensure_default(&mut w, "p");
+        assert_eq!(w.iter(COL).count(), 1);
+        assert_eq!(w.iter(RULES).count(), 4);
+    }
+}
