@@ -247,3 +247,98 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
         assert_eq!(items(&env, "security_group_rules").len(), clean_rules);
     }
 }
+
+#[tokio::test]
+async fn delete_sweeps_stray_ports_and_retries_groups_in_use() {
+    use capo_openstack::network::{PORT, Port, PortCreate};
+    let env = env().await;
+    let o = owner("uid-1");
+    let spec = managed_spec();
+    let before = ids(&env);
+    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    let net_id = rec.network.as_ref().unwrap().id.clone();
+    let cp = rec.groups.control_plane.clone().unwrap().id;
+    let worker = rec.groups.worker.clone().unwrap().id;
+    // A port leaked by a failed server create, on the cluster network.
+    let leaked = PortCreate {
+        name: "leaked".into(),
+        network_id: net_id,
+        security_groups: Some(vec![cp]),
+        ..Default::default()
+    };
+    let _: Port = net::create(&env.s, PORT, &leaked).await.unwrap();
+    // A port elsewhere still using the worker group: the group delete must wait for it.
+    let other: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: "other".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let blocking = PortCreate {
+        name: "blocking".into(),
+        network_id: other.id.clone(),
+        security_groups: Some(vec![worker]),
+        ..Default::default()
+    };
+    let blocking: Port = net::create(&env.s, PORT, &blocking).await.unwrap();
+    let err = delete(&env, &o, &spec, &rec).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert!(err.to_string().contains("in use"), "{err}");
+    net::delete(&env.s, PORT, &blocking.id).await.unwrap();
+    net::delete(&env.s, NETWORK, &other.id).await.unwrap();
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    assert_eq!(ids(&env), before);
+}
+
+#[tokio::test]
+async fn security_groups_of_another_cluster_are_refused_and_kept() {
+    let env = env().await;
+    let spec = managed_spec();
+    let theirs = reconcile(
+        &env,
+        &owner("uid-other"),
+        &spec,
+        &Recorded::default(),
+        false,
+    )
+    .await;
+    let theirs = theirs.unwrap();
+    // Same namespace/name in another management cluster: its network blocks ours first.
+    let err = reconcile(&env, &owner("uid-1"), &spec, &Recorded::default(), false)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ForeignResource { .. }), "{err}");
+    let err = networking::ensure_security_groups(
+        &env.s,
+        &owner("uid-1"),
+        &spec,
+        None,
+        &Default::default(),
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ForeignResource {
+                kind: "security group",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Our delete leaves all of theirs in place.
+    let before = ids(&env);
+    delete(&env, &owner("uid-1"), &spec, &Recorded::default())
+        .await
+        .unwrap();
+    assert_eq!(ids(&env), before);
+    assert!(theirs.groups.control_plane.is_some());
+}

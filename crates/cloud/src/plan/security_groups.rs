@@ -101,49 +101,9 @@ pub fn desired_rules(
     let (cp, wk) = (ids.control_plane.as_str(), ids.worker.as_str());
     let bastion = ids.bastion.as_deref().filter(|_| bastion_enabled(spec));
 
-    let mut control_plane = default_egress();
-    control_plane.push(ingress_tcp("Kubernetes API", api_server_port(spec)?, None));
-    if let Some(lb) = spec
-        .api_server_load_balancer
-        .as_ref()
-        .filter(|lb| lb.enabled)
-    {
-        for p in &lb.additional_ports {
-            control_plane.push(ingress_tcp(
-                "Additional port",
-                port(*p, "additionalPorts")?,
-                None,
-            ));
-        }
-    }
+    let mut control_plane = control_plane_base(spec)?;
     let mut worker = default_egress();
-    for proto in ["tcp", "udp"] {
-        for (desc, group, prefix) in [
-            ("Node Port Services from workers", Some(wk), None),
-            ("Node Port Services from control plane", Some(cp), None),
-            (
-                "Node Port Services from cluster subnet",
-                None,
-                ipv4_subnet_cidr,
-            ),
-        ] {
-            if group.is_none() && prefix.is_none() {
-                continue;
-            }
-            let key = RuleKey::new(
-                "ingress",
-                "IPv4",
-                Some(proto),
-                (Some(30000), Some(32767)),
-                group,
-                prefix,
-            );
-            worker.push(DesiredRule {
-                key,
-                description: desc.to_owned(),
-            });
-        }
-    }
+    worker.extend(node_ports(cp, wk, ipv4_subnet_cidr));
     if msg.allow_all_in_cluster_traffic {
         control_plane.push(any_from("In-cluster ingress", cp));
         control_plane.push(any_from("In-cluster ingress", wk));
@@ -180,6 +140,54 @@ pub fn desired_rules(
         worker,
         bastion: bastion_rules,
     })
+}
+
+/// Egress, the API port and the load balancer's additional ports.
+fn control_plane_base(spec: &OpenStackClusterSpec) -> Result<Vec<DesiredRule>> {
+    let mut rules = default_egress();
+    rules.push(ingress_tcp("Kubernetes API", api_server_port(spec)?, None));
+    let lb = spec
+        .api_server_load_balancer
+        .as_ref()
+        .filter(|lb| lb.enabled);
+    for p in lb
+        .map(|lb| lb.additional_ports.as_slice())
+        .unwrap_or_default()
+    {
+        rules.push(ingress_tcp(
+            "Additional port",
+            port(*p, "additionalPorts")?,
+            None,
+        ));
+    }
+    Ok(rules)
+}
+
+/// NodePort TCP and UDP from the workers, the control plane and the IPv4 subnet.
+fn node_ports(cp: &str, wk: &str, ipv4_subnet_cidr: Option<&str>) -> Vec<DesiredRule> {
+    let sources = [
+        ("Node Port Services from workers", Some(wk), None),
+        ("Node Port Services from control plane", Some(cp), None),
+        (
+            "Node Port Services from cluster subnet",
+            None,
+            ipv4_subnet_cidr,
+        ),
+    ];
+    let mut out = Vec::new();
+    for proto in ["tcp", "udp"] {
+        for (desc, group, prefix) in sources {
+            if group.is_none() && prefix.is_none() {
+                continue;
+            }
+            let ports = (Some(30000), Some(32767));
+            out.push(DesiredRule {
+                key: RuleKey::new("ingress", "IPv4", Some(proto), ports, group, prefix),
+                description: desc.to_owned(),
+            });
+        }
+    }
+    out
 }
 
 fn default_egress() -> Vec<DesiredRule> {
