@@ -32,9 +32,14 @@ def test_load_balancer_sdk(sim, conn, project_id):
     vip_port = conn.network.get_port(lb.vip_port_id)
     assert [ip["ip_address"] for ip in vip_port.fixed_ips] == [lb.vip_address]
 
+    # Slow the PENDING_UPDATE phase down (control API) so the immutability check below does not race
+    # the simulator's default delay on a loaded machine.
+    delays = sim.control("GET", "/_sim/delays")
+    sim.control("PUT", "/_sim/delays", {**delays, "lb_update_ms": 3000})
     listener = conn.load_balancer.create_listener(
         name="sdk-listener", loadbalancer_id=lb.id, protocol="HTTP", protocol_port=80
     )
+    sim.control("PUT", "/_sim/delays", delays)
     # While the listener is being created the LB is immutable.
     assert conn.load_balancer.get_load_balancer(lb.id).provisioning_status == "PENDING_UPDATE"
     with pytest.raises(openstack.exceptions.ConflictException):

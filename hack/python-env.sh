@@ -29,7 +29,7 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv" >&2
 fi
 rm -f "$stamp"
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_ROOT_USER_ACTION=ignore
 "$venv/bin/python" -m pip install --quiet --requirement "$reqs" >&2
 # Packages from an older requirements.txt that are no longer listed are left in place; they are
 # harmless for the suite, and a clean rebuild is `rm -rf .venv`.
