@@ -342,3 +342,68 @@ async fn security_groups_of_another_cluster_are_refused_and_kept() {
     assert_eq!(ids(&env), before);
     assert!(theirs.groups.control_plane.is_some());
 }
+
+#[tokio::test]
+async fn cluster_with_upstream_naming_is_adopted_without_recreation() {
+    use capo_openstack::network::{ROUTER, SECURITY_GROUP, SUBNET};
+    let env = env().await;
+    let spec = managed_spec();
+    // Build the cluster, then strip every tag: what upstream CAPO leaves behind.
+    let upstream = reconcile(&env, &owner("upstream"), &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    let net_rec = upstream.network.clone().unwrap();
+    let strip = [
+        (NETWORK, net_rec.id.clone()),
+        (SUBNET, net_rec.subnets[0].id.clone()),
+        (ROUTER, upstream.router.clone().unwrap().id),
+        (
+            SECURITY_GROUP,
+            upstream.groups.control_plane.clone().unwrap().id,
+        ),
+        (SECURITY_GROUP, upstream.groups.worker.clone().unwrap().id),
+    ];
+    for (r, id) in &strip {
+        net::replace_tags(&env.s, *r, id, &[]).await.unwrap();
+    }
+    let before = ids(&env);
+    env.sim.control().clear_requests();
+    let o = owner("uid-1");
+    let adopted = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(adopted.network.as_ref().unwrap().id, net_rec.id);
+    assert_eq!(
+        adopted.router.as_ref().unwrap().id,
+        upstream.router.as_ref().unwrap().id
+    );
+    assert_eq!(adopted.groups, upstream.groups);
+    assert_eq!(ids(&env), before, "nothing created or deleted");
+    let w = writes(&env);
+    assert_eq!(
+        w.len(),
+        strip.len(),
+        "one tag write per adopted resource: {w:?}"
+    );
+    assert!(
+        w.iter()
+            .all(|l| l.starts_with("PUT ") && l.ends_with("/tags")),
+        "{w:?}"
+    );
+    // Now ours: a steady reconcile writes nothing, and delete removes it all.
+    env.sim.control().clear_requests();
+    reconcile(&env, &o, &spec, &adopted, false).await.unwrap();
+    assert!(writes(&env).is_empty());
+    delete(&env, &o, &spec, &adopted).await.unwrap();
+    assert!(items(&env, "routers").is_empty());
+    assert!(
+        items(&env, "networks")
+            .iter()
+            .all(|n| n["id"] != net_rec.id.as_str())
+    );
+    assert_eq!(
+        items(&env, "security_groups").len(),
+        1,
+        "only the default group is left"
+    );
+}
