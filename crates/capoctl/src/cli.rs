@@ -22,14 +22,17 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print the clusterctl variables upstream's templates/env.rc exports (OPENSTACK_CLOUD,
-    /// OPENSTACK_CLOUD_YAML_B64, OPENSTACK_CLOUD_PROVIDER_CONF_B64, OPENSTACK_CLOUD_CACERT_B64).
+    /// Print the variables upstream's templates/env.rc exports for clusterctl
     ///
-    /// When the cloud has no password, $OS_PASSWORD is used, as env.rc does.
-    /// Use: eval "$(capoctl env --clouds-yaml clouds.yaml --cloud openstack)"
+    /// OPENSTACK_CLOUD, OPENSTACK_CLOUD_YAML_B64, OPENSTACK_CLOUD_PROVIDER_CONF_B64 and
+    /// OPENSTACK_CLOUD_CACERT_B64. When the cloud has no password, $OS_PASSWORD is used, as
+    /// env.rc does.
+    ///
+    /// Example: eval "$(capoctl env --clouds-yaml clouds.yaml --cloud openstack)"
     Env(EnvArgs),
-    /// Print cloud.conf for the external OpenStack cloud controller manager, as upstream's
-    /// templates/create_cloud_conf.sh does.
+    /// Print cloud.conf for the external OpenStack cloud controller manager
+    ///
+    /// The same file upstream's templates/create_cloud_conf.sh prints.
     CloudConf(CloudConfArgs),
 }
 

@@ -153,7 +153,7 @@ fn key_node(name: &str) -> Node {
 pub enum Format {
     /// `export NAME=value` lines for `eval` or `source`.
     Shell,
-    /// `NAME=value` lines (docker compose / systemd style .env file).
+    /// `NAME=value` lines (a docker compose style .env file).
     Dotenv,
     /// A JSON object.
     Json,

@@ -36,68 +36,83 @@ fn analyze(value: &str) -> Analysis {
         };
     }
     let chars: Vec<char> = value.chars().collect();
-    let mut flow_ind = value.starts_with("---") || value.starts_with("...");
-    let mut block_ind = flow_ind;
-    let (mut leading_space, mut trailing_space, mut break_space, mut space_break) =
-        (false, false, false, false);
-    let (mut line_breaks, mut special, mut edge_break) = (false, false, false);
-    let (mut prev_space, mut prev_break, mut preceded_by_ws) = (false, false, true);
+    let doc_marker = value.starts_with("---") || value.starts_with("...");
+    let (flow_ind, block_ind) = indicators(&chars);
+    let sp = spacing(&chars);
+    let special = chars
+        .iter()
+        .any(|&c| !super::emit::is_printable(c) && c != '\n');
+    let plain_blocked = sp.at_edges || sp.line_breaks || doc_marker;
+    if sp.mixed || special {
+        return Analysis {
+            flow_plain: false,
+            block_plain: false,
+            single_quoted: false,
+        };
+    }
+    Analysis {
+        flow_plain: !(plain_blocked || flow_ind),
+        block_plain: !(plain_blocked || block_ind),
+        single_quoted: true,
+    }
+}
+
+/// Whether some character would be read as YAML syntax in flow / block context.
+fn indicators(chars: &[char]) -> (bool, bool) {
+    let (mut flow, mut block) = (false, false);
+    let mut preceded_by_ws = true;
     for (i, &c) in chars.iter().enumerate() {
         let followed_by_ws = is_blank(chars.get(i + 1).copied());
-        let (first, last) = (i == 0, i + 1 == chars.len());
-        if first {
-            if "#,[]{}&*!|>'\"%@`".contains(c) {
-                (flow_ind, block_ind) = (true, true);
+        if i == 0 {
+            if "#,[]{}&*!|>'\"%@`".contains(c) || (c == '-' && followed_by_ws) {
+                (flow, block) = (true, true);
             }
             if c == '?' || c == ':' {
-                flow_ind = true;
-                block_ind |= followed_by_ws;
-            }
-            if c == '-' && followed_by_ws {
-                (flow_ind, block_ind) = (true, true);
+                flow = true;
+                block |= followed_by_ws;
             }
         } else {
-            if ",?[]{}".contains(c) {
-                flow_ind = true;
-            }
+            flow |= ",?[]{}".contains(c);
             if c == ':' {
-                flow_ind = true;
-                block_ind |= followed_by_ws;
+                flow = true;
+                block |= followed_by_ws;
             }
             if c == '#' && preceded_by_ws {
-                (flow_ind, block_ind) = (true, true);
+                (flow, block) = (true, true);
             }
-        }
-        if !super::emit::is_printable(c) && c != '\n' {
-            special = true;
-        }
-        if c == ' ' {
-            leading_space |= first;
-            trailing_space |= last;
-            break_space |= prev_break;
-            (prev_space, prev_break) = (true, false);
-        } else if matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}') {
-            line_breaks = true;
-            edge_break |= first || last;
-            space_break |= prev_space;
-            (prev_space, prev_break) = (false, true);
-        } else {
-            (prev_space, prev_break) = (false, false);
         }
         preceded_by_ws = is_blank(Some(c));
     }
-    let edges = leading_space || trailing_space || edge_break;
-    let mut a = Analysis {
-        flow_plain: !(edges || line_breaks || flow_ind),
-        block_plain: !(edges || line_breaks || block_ind),
-        single_quoted: true,
+    (flow, block)
+}
+
+/// Spaces and line breaks that plain or single-quoted text cannot carry.
+struct Spacing {
+    /// A space or break first or last.
+    at_edges: bool,
+    line_breaks: bool,
+    /// A space next to a break.
+    mixed: bool,
+}
+
+fn spacing(chars: &[char]) -> Spacing {
+    let mut sp = Spacing {
+        at_edges: false,
+        line_breaks: false,
+        mixed: false,
     };
-    if break_space || space_break || special {
-        a.flow_plain = false;
-        a.block_plain = false;
-        a.single_quoted = false;
+    let (mut prev_space, mut prev_break) = (false, false);
+    for (i, &c) in chars.iter().enumerate() {
+        let edge = i == 0 || i + 1 == chars.len();
+        let is_break = matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+        if c == ' ' || is_break {
+            sp.at_edges |= edge;
+            sp.mixed |= if is_break { prev_space } else { prev_break };
+        }
+        sp.line_breaks |= is_break;
+        (prev_space, prev_break) = (c == ' ', is_break);
     }
-    a
+    sp
 }
 
 /// The style go-yaml writes for a scalar that asked for plain: 0 plain, 1 single, 2 double.
