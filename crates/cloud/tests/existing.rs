@@ -59,6 +59,7 @@ async fn pre_existing_network_by_id_and_by_filter() {
         },
     ] {
         let mut spec = managed_spec();
+        spec.managed_subnets.clear();
         spec.network = Some(param);
         let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
             .await
@@ -70,6 +71,39 @@ async fn pre_existing_network_by_id_and_by_filter() {
         assert!(rec.router.is_none(), "no router for a pre-existing network");
         delete(&env, &o, &spec, &rec).await.unwrap();
     }
+    assert!(
+        writes(&env).iter().all(|w| w.contains("security-group")),
+        "{:?}",
+        writes(&env)
+    );
+    // A pre-existing router is reported, not modified.
+    let byo: Router = net::create(
+        &env.s,
+        ROUTER,
+        &RouterCreate {
+            name: "user-router".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut spec = managed_spec();
+    spec.managed_subnets.clear();
+    spec.network = Some(NetworkParam {
+        id: Some(n.id.clone()),
+        filter: None,
+    });
+    spec.router = Some(NetworkParam {
+        id: Some(byo.id.clone()),
+        filter: None,
+    });
+    env.sim.control().clear_requests();
+    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(rec.router.as_ref().unwrap().id, byo.id);
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    assert_eq!(items(&env, "routers").len(), 1);
     // Only security groups were written; the user's network was never tagged or deleted.
     assert!(
         writes(&env).iter().all(|w| w.contains("security-group")),
@@ -93,6 +127,7 @@ async fn dual_stack_subnets_infer_the_network() {
     )
     .await;
     let mut spec = managed_spec();
+    spec.managed_subnets.clear();
     spec.subnets = vec![
         SubnetParam {
             id: None,

@@ -17,9 +17,10 @@ use crate::networking::lookup::{
 };
 use crate::ownership::Owner;
 
-/// True when the provider creates the network (no `spec.network` and no `spec.subnets`).
+/// True when the provider creates the network: `spec.managedSubnets` is non-empty (as
+/// upstream; with it empty, `spec.network` / `spec.subnets` name a pre-existing network).
 pub fn is_managed_network(spec: &OpenStackClusterSpec) -> bool {
-    spec.network.is_none() && spec.subnets.is_empty()
+    !spec.managed_subnets.is_empty()
 }
 
 /// Ensure the cluster network and its subnets; returns what goes to `status.network`.
@@ -35,8 +36,7 @@ pub async fn ensure_cluster_network(
     }
     let [subnet_spec] = spec.managed_subnets.as_slice() else {
         return Err(Error::InvalidSpec(
-            "a managed cluster network needs exactly one managedSubnets entry (or set network/subnets)"
-                .to_owned(),
+            "managedSubnets supports only one element".to_owned(),
         ));
     };
     let (network, fresh) =
@@ -186,8 +186,8 @@ async fn create_subnet(
         .ctx(|| format!("create subnet {name} ({})", want.cidr))
 }
 
-/// Resolve a pre-existing network and its subnets: ≤1 IPv4 + ≤1 IPv6 subnet when listed in
-/// the spec (all subnets of the network otherwise); the network is inferred from the first
+/// Resolve a pre-existing network and its subnets (those listed in the spec, else every subnet
+/// of the network, at most two); ≤1 IPv4 + ≤1 IPv6; the network is inferred from the first
 /// subnet when only subnets are given. Nothing is written.
 pub async fn resolve_existing_network(
     s: &Session,
@@ -231,18 +231,25 @@ pub async fn resolve_existing_network(
             bad.id, network.name, network.id
         )));
     }
+    if spec.subnets.is_empty() {
+        let filter = ListFilter::default().with("network_id", network.id.as_str());
+        subnets = net::list(s, SUBNET, &filter)
+            .await
+            .ctx(|| format!("list subnets of network {}", network.id))?;
+        if subnets.len() > 2 {
+            return Err(Error::InvalidSpec(format!(
+                "network {} has {} subnets; list the ones to use in spec.subnets",
+                network.id,
+                subnets.len()
+            )));
+        }
+    }
     for v in [4, 6] {
         if subnets.iter().filter(|sn| sn.ip_version == v).count() > 1 {
             return Err(Error::InvalidSpec(format!(
                 "more than one IPv{v} subnet given"
             )));
         }
-    }
-    if spec.subnets.is_empty() {
-        let filter = ListFilter::default().with("network_id", network.id.as_str());
-        subnets = net::list(s, SUBNET, &filter)
-            .await
-            .ctx(|| format!("list subnets of network {}", network.id))?;
     }
     Ok(NetworkStatusWithSubnets {
         id: network.id,

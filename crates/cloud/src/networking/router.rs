@@ -1,11 +1,14 @@
-//! The cluster router: managed (`k8s-clusterapi-cluster-<ns>-<name>`, gateway on the external
-//! network with optional fixed IPs, one interface per cluster subnet) or bring-your-own
-//! (`spec.router`: only our subnets' interfaces are added; gateway, tags and the router itself
-//! are never changed or deleted). Only a managed cluster network gets a router, and a managed
-//! router only when there is an external network, as upstream.
+//! The cluster router, as upstream:
+//! - managed network with an external network: the managed router
+//!   `k8s-clusterapi-cluster-<ns>-<name>` (gateway on the external network with optional fixed
+//!   IPs, one interface per cluster subnet), or the bring-your-own `spec.router`, which only
+//!   gets our subnets' interfaces (its gateway, tags and itself are never changed or deleted);
+//! - managed network without an external network: no router;
+//! - pre-existing network: `spec.router`, if given, is resolved and reported; nothing is written.
 
 use capo_api::v1beta1::{
-    NetworkStatus, NetworkStatusWithSubnets, OpenStackClusterSpec, Router as RouterStatus,
+    NetworkParam, NetworkStatus, NetworkStatusWithSubnets, OpenStackClusterSpec,
+    Router as RouterStatus,
 };
 use capo_openstack::Session;
 use capo_openstack::network::{
@@ -30,35 +33,46 @@ pub async fn ensure_router(
     recorded: Option<&RouterStatus>,
 ) -> Result<Option<RouterStatus>> {
     if !is_managed_network(spec) {
-        return Ok(None);
+        return match &spec.router {
+            Some(p) => Ok(Some(router_status(resolve_byo(s, p).await?))),
+            None => Ok(None),
+        };
     }
-    let (router, fresh) = if let Some(p) = &spec.router {
-        resolve_one::<Router>(
-            s,
-            ROUTER,
-            p.id.as_deref(),
-            p.filter.as_ref().map(neutron_filter),
-        )
-        .await
-        .map(|r| (r, false))?
-    } else if let Some(ext) = external {
-        ensure_managed_router(s, owner, spec, ext, recorded.map(|r| r.id.as_str())).await?
-    } else {
+    let Some(ext) = external else {
         return Ok(None);
     };
+    let (router, fresh) = match &spec.router {
+        Some(p) => (resolve_byo(s, p).await?, false),
+        None => ensure_managed_router(s, owner, spec, ext, recorded.map(|r| r.id.as_str())).await?,
+    };
     ensure_interfaces(s, &router.id, network, fresh).await?;
+    Ok(Some(router_status(router)))
+}
+
+/// The user's router (`spec.router`), by id or filter.
+async fn resolve_byo(s: &Session, p: &NetworkParam) -> Result<Router> {
+    resolve_one(
+        s,
+        ROUTER,
+        p.id.as_deref(),
+        p.filter.as_ref().map(neutron_filter),
+    )
+    .await
+}
+
+fn router_status(router: Router) -> RouterStatus {
     let ips = router
         .external_gateway_info
         .iter()
         .flat_map(|g| g.external_fixed_ips.iter())
         .filter_map(|ip| ip.ip_address.clone())
         .collect();
-    Ok(Some(RouterStatus {
+    RouterStatus {
         id: router.id,
         ips,
         name: router.name,
         tags: router.tags,
-    }))
+    }
 }
 
 async fn ensure_managed_router(

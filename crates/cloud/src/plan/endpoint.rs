@@ -1,7 +1,8 @@
 //! The control-plane endpoint decision, with upstream's precedence:
 //! 1. API load balancer enabled → the load balancer's address (floating IP, or VIP);
 //! 2. `spec.controlPlaneEndpoint` already valid → keep it (set once, never moved);
-//! 3. API floating IP not disabled → the floating IP (allocated by the caller);
+//! 3. neither the API floating IP nor the external network disabled → the floating IP
+//!    (allocated by the caller);
 //! 4. `spec.apiServerFixedIP` → that address;
 //! 5. otherwise an error.
 //!
@@ -14,7 +15,8 @@ use crate::plan::security_groups::DEFAULT_API_SERVER_PORT;
 /// What the caller knows about addresses when it asks for the decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EndpointInputs<'a> {
-    /// `status.apiServerLoadBalancer.ip`, once the load balancer has an address.
+    /// The load balancer's address once it has one: `status.apiServerLoadBalancer.ip` (its
+    /// floating IP), else its `internalIP` (VIP) when it has no floating IP.
     pub load_balancer_ip: Option<&'a str>,
     /// Address of the API floating IP, once allocated (or found).
     pub floating_ip: Option<&'a str>,
@@ -64,7 +66,9 @@ pub fn decide(spec: &OpenStackClusterSpec, inputs: &EndpointInputs<'_>) -> Endpo
     if let Some(e) = existing {
         return EndpointDecision::Use(e.clone());
     }
-    if spec.disable_api_server_floating_ip != Some(true) {
+    if spec.disable_api_server_floating_ip != Some(true)
+        && spec.disable_external_network != Some(true)
+    {
         return match inputs.floating_ip {
             Some(ip) => at(ip),
             None => EndpointDecision::NeedFloatingIp {
@@ -143,6 +147,9 @@ mod tests {
             }
         );
         assert_eq!(decide(&spec, &fip), ep("3.3.3.3", 8443));
+        spec.disable_external_network = Some(true);
+        assert_eq!(decide(&spec, &fip), EndpointDecision::Impossible);
+        spec.disable_external_network = None;
         spec.disable_api_server_floating_ip = Some(true);
         assert_eq!(decide(&spec, &fip), EndpointDecision::Impossible);
         spec.api_server_fixed_ip = Some("10.0.0.5".into());
