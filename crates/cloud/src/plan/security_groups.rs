@@ -105,10 +105,10 @@ pub fn desired_rules(
     let mut worker = default_egress();
     worker.extend(node_ports(cp, wk, ipv4_subnet_cidr));
     if msg.allow_all_in_cluster_traffic {
-        control_plane.push(any_from("In-cluster ingress", cp));
-        control_plane.push(any_from("In-cluster ingress", wk));
-        worker.push(any_from("In-cluster ingress", wk));
-        worker.push(any_from("In-cluster ingress", cp));
+        control_plane.push(any_from("In-cluster Ingress", cp));
+        control_plane.push(any_from("In-cluster Ingress", wk));
+        worker.push(any_from("In-cluster Ingress", wk));
+        worker.push(any_from("In-cluster Ingress", cp));
     } else {
         control_plane.push(group_tcp("Etcd", (2379, 2380), cp));
         control_plane.push(group_tcp("Kubelet API", (10250, 10250), cp));
@@ -166,13 +166,9 @@ fn control_plane_base(spec: &OpenStackClusterSpec) -> Result<Vec<DesiredRule>> {
 /// NodePort TCP and UDP from the workers, the control plane and the IPv4 subnet.
 fn node_ports(cp: &str, wk: &str, ipv4_subnet_cidr: Option<&str>) -> Vec<DesiredRule> {
     let sources = [
-        ("Node Port Services from workers", Some(wk), None),
-        ("Node Port Services from control plane", Some(cp), None),
-        (
-            "Node Port Services from cluster subnet",
-            None,
-            ipv4_subnet_cidr,
-        ),
+        ("Node Port Services", Some(wk), None),
+        ("Node Port Services", Some(cp), None),
+        ("Node Port Services", None, ipv4_subnet_cidr),
     ];
     let mut out = Vec::new();
     for proto in ["tcp", "udp"] {
