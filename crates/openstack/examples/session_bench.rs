@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cache = Arc::new(SessionCache::new(config(64), metrics.clone()));
     let started = Instant::now();
     sim.control().clear_requests();
-    run(&cache, &[base.clone()], 1000).await?;
+    run(&cache, std::slice::from_ref(&base), 1000).await?;
     report(&metrics, &cache, started);
     report_sim(&sim);
 

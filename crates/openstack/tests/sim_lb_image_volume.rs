@@ -126,6 +126,7 @@ async fn octavia_calls() {
     assert_eq!(env.metrics.requests("loadbalancer_version_get"), 1);
 }
 
+#[allow(clippy::unwrap_used)] // test helper: a failed GET should fail the test
 async fn wait_active(s: &capo_openstack::Session, id: &str) {
     for _ in 0..200 {
         let l: LoadBalancer = get(s, LOAD_BALANCER, id).await.unwrap();
