@@ -203,6 +203,14 @@ async fn application_credential_and_project_id() {
     let other = env.session("capo-sim-other");
     assert_ne!(other.project_id().await.unwrap(), pid);
     assert_eq!(env.metrics.requests("token_create"), 2);
+    // Catalog endpoint hosts for status fields: no credentials, one entry per service.
+    let hosts = s.endpoint_hosts().await.unwrap();
+    assert_eq!(hosts.get("auth").map(String::as_str), Some("127.0.0.1"));
+    assert_eq!(hosts.get("compute").map(String::as_str), Some("127.0.0.1"));
+    assert!(
+        hosts.contains_key("network") && hosts.contains_key("volumev3"),
+        "{hosts:?}"
+    );
 }
 
 #[tokio::test]
