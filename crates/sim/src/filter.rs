@@ -46,18 +46,40 @@ fn value_matches(v: &Value, wanted: &str) -> bool {
     }
 }
 
-/// Whether a body passes every attribute filter in the query. Keys the body does not have, keys in
-/// `skip` and reserved keys are not filters. Repeated keys are alternatives (OR), as in Neutron.
-pub fn matches(body: &Value, q: &Query, skip: &[&str]) -> bool {
-    q.grouped().into_iter().all(|(k, wanted)| {
-        if RESERVED.contains(&k) || skip.contains(&k) {
-            return true;
-        }
-        match body.get(k) {
+/// Attribute filters of a query, grouped once so a list scan does not re-parse the query per item.
+pub struct Filter<'a> {
+    groups: Vec<(&'a str, Vec<&'a str>)>,
+    q: &'a Query,
+    tags: bool,
+}
+
+impl<'a> Filter<'a> {
+    /// Compile the filters of `q`, ignoring reserved keys and `skip`.
+    pub fn new(q: &'a Query, skip: &[&str]) -> Filter<'a> {
+        let groups = q
+            .grouped()
+            .into_iter()
+            .filter(|(k, _)| !RESERVED.contains(k) && !skip.contains(k))
+            .collect();
+        let tags = ["tags", "tags-any", "not-tags", "not-tags-any"]
+            .iter()
+            .any(|k| q.get(k).is_some());
+        Filter { groups, q, tags }
+    }
+
+    /// Whether a body passes. Keys the body does not have are not filters; repeated keys are
+    /// alternatives (OR), as in Neutron.
+    pub fn matches(&self, body: &Value) -> bool {
+        self.groups.iter().all(|(k, wanted)| match body.get(*k) {
             Some(v) => wanted.iter().any(|w| value_matches(v, w)),
             None => true,
-        }
-    }) && tags_match(body, q)
+        }) && (!self.tags || tags_match(body, self.q))
+    }
+}
+
+/// Whether a body passes every attribute and tag filter in the query (see [`Filter`]).
+pub fn matches(body: &Value, q: &Query, skip: &[&str]) -> bool {
+    Filter::new(q, skip).matches(body)
 }
 
 fn split_tags<'a>(q: &'a Query, key: &str) -> Vec<&'a str> {

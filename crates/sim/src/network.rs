@@ -270,10 +270,11 @@ pub fn list_with(
     let w = lock(st, ctx);
     // Neutron lists every project's resources to admins, with or without all_tenants.
     let all = ctx.admin;
+    let f = filter::Filter::new(q, skip);
     let mut items: Vec<Value> = w
         .iter(col)
         .filter(|(_, r)| if all { true } else { visible(&w, ctx, col, r) })
-        .filter(|(_, r)| filter::matches(&r.body, q, skip) && extra(&r.body))
+        .filter(|(_, r)| f.matches(&r.body) && extra(&r.body))
         .map(|(_, r)| render(&w, col, r))
         .collect();
     drop(w);

@@ -39,7 +39,7 @@ pub fn create_network(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> 
             "(rule:create_network and rule:create_network:router:external) is disallowed by policy",
         ));
     }
-    let seg = w.count_owned(COL, &project) + w.iter(COL).count() as i64 + 100;
+    let seg = w.cols.get(COL).map_or(0, |c| c.len()) as i64 + 100;
     body["provider:segmentation_id"] = json!(seg);
     let id = body["id"].as_str().unwrap_or_default().to_string();
     w.insert(COL, &id, &project, body.clone());

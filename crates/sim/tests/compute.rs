@@ -1,0 +1,295 @@
+//! Nova and Cinder over HTTP: microversions, server state machine, ports and addresses, faults,
+//! keypairs, server groups, volume attachments, interfaces, boot from volume, quotas.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_sim::{Delays, Sim, SimConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+async fn image_id(c: &common::Client) -> String {
+    let (_, v) = c.get("/image/v2/images?name=ubuntu-2404-kube-v1.34").await;
+    v["images"][0]["id"].as_str().unwrap().to_string()
+}
+
+async fn boot(c: &common::Client, name: &str, port: &str) -> (StatusCode, Value) {
+    let image = image_id(c).await;
+    c.post("/compute/v2.1/servers", json!({"server": {"name": name, "imageRef": image, "flavorRef": "2", "networks": [{"port": port}], "tags": ["capo"], "metadata": {"k": "v"}}})).await
+}
+
+#[tokio::test]
+async fn microversion_negotiation() {
+    let sim = common::sim().await;
+    let mut c = common::capo(&sim).await;
+    let r = c
+        .http
+        .get(format!("{}/compute/v2.1/flavors/2", c.base))
+        .header("x-auth-token", &c.token)
+        .header("openstack-api-version", "compute 2.61")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["openstack-api-version"], "compute 2.61");
+    let v: Value = r.json().await.unwrap();
+    assert!(v["flavor"].get("extra_specs").is_some());
+    c.headers = vec![("x-openstack-nova-api-version".into(), "2.1".into())];
+    let (_, v) = c.get("/compute/v2.1/flavors/2").await;
+    assert!(v["flavor"].get("extra_specs").is_none());
+    c.headers = vec![("openstack-api-version".into(), "compute 2.200".into())];
+    assert_eq!(
+        c.get("/compute/v2.1/flavors").await.0,
+        StatusCode::NOT_ACCEPTABLE
+    );
+}
+
+#[tokio::test]
+async fn server_builds_to_active_with_addresses_and_cleans_up() {
+    let sim = Sim::start(SimConfig {
+        delays: Delays {
+            server_build_ms: 150,
+            ..common::instant()
+        },
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.96".into())];
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let (_, p) = c
+        .post("/network/v2.0/ports", json!({"port": {"network_id": net}}))
+        .await;
+    let port = p["port"]["id"].as_str().unwrap().to_string();
+    let (st, s) = boot(&c, "srv-1", &port).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{s}");
+    let id = s["server"]["id"].as_str().unwrap().to_string();
+    assert!(s["server"]["adminPass"].is_string());
+    let (_, v) = c.get(&format!("/compute/v2.1/servers/{id}")).await;
+    assert_eq!(v["server"]["status"], "BUILD");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (_, v) = c.get(&format!("/compute/v2.1/servers/{id}")).await;
+    let srv = &v["server"];
+    assert_eq!(srv["status"], "ACTIVE");
+    assert_eq!(srv["flavor"]["original_name"], "m1.small");
+    assert_eq!(srv["addresses"]["n"][0]["addr"], "10.0.0.2");
+    assert_eq!(srv["tags"], json!(["capo"]));
+    let (_, pp) = c.get(&format!("/network/v2.0/ports/{port}")).await;
+    assert_eq!(pp["port"]["device_id"], id.as_str());
+    assert_eq!(pp["port"]["status"], "ACTIVE");
+    let (_, l) = c
+        .get("/compute/v2.1/servers/detail?name=%5Esrv-&tags=capo")
+        .await;
+    assert_eq!(l["servers"].as_array().unwrap().len(), 1);
+    let (_, l) = c.get("/compute/v2.1/servers/detail?not-tags=capo").await;
+    assert!(l["servers"].as_array().unwrap().is_empty());
+    assert_eq!(
+        c.delete(&format!("/compute/v2.1/servers/{id}")).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (st, e) = c.get(&format!("/compute/v2.1/servers/{id}")).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    assert_eq!(e["itemNotFound"]["code"], 404);
+    let (_, pp) = c.get(&format!("/network/v2.0/ports/{port}")).await;
+    assert_eq!(pp["port"]["device_id"], "");
+}
+
+#[tokio::test]
+async fn invalid_requests_and_injected_no_valid_host() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let image = image_id(&c).await;
+    let mk = |extra: Value| {
+        let mut s =
+            json!({"name": "x", "imageRef": image, "flavorRef": "2", "networks": [{"uuid": net}]});
+        for (k, v) in extra.as_object().unwrap() {
+            s[k] = v.clone();
+        }
+        json!({"server": s})
+    };
+    for bad in [
+        json!({"flavorRef": "999"}),
+        json!({"imageRef": "nope"}),
+        json!({"key_name": "nope"}),
+        json!({"availability_zone": "mars"}),
+    ] {
+        let (st, e) = c.post("/compute/v2.1/servers", mk(bad.clone())).await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(e["badRequest"]["code"], 400);
+    }
+    sim.control().fail_builds("^doomed$", 1).unwrap();
+    let (_, s) = c
+        .post("/compute/v2.1/servers", mk(json!({"name": "doomed"})))
+        .await;
+    let id = s["server"]["id"].as_str().unwrap();
+    let (_, v) = c.get(&format!("/compute/v2.1/servers/{id}")).await;
+    assert_eq!(v["server"]["status"], "ERROR");
+    assert!(
+        v["server"]["fault"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("No valid host")
+    );
+}
+
+#[tokio::test]
+async fn quota_exceeded_is_403() {
+    let mut seed = capo_sim::Seed::default();
+    seed.quotas.insert("instances".into(), 1);
+    let sim = Sim::start(SimConfig {
+        seed,
+        delays: common::instant(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let c = common::capo(&sim).await;
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let image = image_id(&c).await;
+    let body = json!({"server": {"name": "a", "imageRef": image, "flavorRef": "1", "networks": [{"uuid": net}]}});
+    assert_eq!(
+        c.post("/compute/v2.1/servers", body.clone()).await.0,
+        StatusCode::ACCEPTED
+    );
+    let (st, e) = c.post("/compute/v2.1/servers", body).await;
+    assert_eq!(st, StatusCode::FORBIDDEN);
+    assert!(
+        e["forbidden"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Quota exceeded for instances")
+    );
+}
+
+#[tokio::test]
+async fn keypairs_groups_and_azs() {
+    let sim = common::sim().await;
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.10".into())];
+    let pk =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBn1OmBZ5mF3y2qbH4lqZP0oTx7bkS0a2fYn5v5K3xZl test";
+    let (st, k) = c
+        .post(
+            "/compute/v2.1/os-keypairs",
+            json!({"keypair": {"name": "k1", "public_key": pk}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    assert_eq!(k["keypair"]["type"], "ssh");
+    let (st, k) = c
+        .post(
+            "/compute/v2.1/os-keypairs",
+            json!({"keypair": {"name": "k2"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    assert!(k["keypair"]["private_key"].is_string());
+    let (_, l) = c.get("/compute/v2.1/os-keypairs").await;
+    assert_eq!(l["keypairs"][0]["keypair"]["name"], "k1");
+    assert_eq!(
+        c.post(
+            "/compute/v2.1/os-keypairs",
+            json!({"keypair": {"name": "k1", "public_key": pk}})
+        )
+        .await
+        .0,
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        c.delete("/compute/v2.1/os-keypairs/k1").await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        c.get("/compute/v2.1/os-keypairs/k1").await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (_, g) = c
+        .post(
+            "/compute/v2.1/os-server-groups",
+            json!({"server_group": {"name": "g", "policies": ["anti-affinity"]}}),
+        )
+        .await;
+    assert_eq!(g["server_group"]["policies"], json!(["anti-affinity"]));
+    let (_, z) = c.get("/compute/v2.1/os-availability-zone").await;
+    assert_eq!(z["availabilityZoneInfo"][0]["zoneName"], "nova");
+}
+
+#[tokio::test]
+async fn volumes_attach_detach_and_boot_from_volume() {
+    let sim = common::sim().await;
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.79".into())];
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let image = image_id(&c).await;
+    let vp = format!("/volume/v3/{}", c.project);
+    let (st, v) = c
+        .post(
+            &format!("{vp}/volumes"),
+            json!({"volume": {"size": 10, "name": "data"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert_eq!(v["volume"]["status"], "creating");
+    let vol = v["volume"]["id"].as_str().unwrap().to_string();
+    let (_, v) = c.get(&format!("{vp}/volumes/{vol}")).await;
+    assert_eq!(v["volume"]["status"], "available");
+    let bdm = json!([{"boot_index": 0, "uuid": image, "source_type": "image", "destination_type": "volume", "volume_size": 20, "delete_on_termination": true}]);
+    let (st, s) = c.post("/compute/v2.1/servers", json!({"server": {"name": "bfv", "flavorRef": "2", "networks": [{"uuid": net}], "block_device_mapping_v2": bdm}})).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{s}");
+    let srv = s["server"]["id"].as_str().unwrap().to_string();
+    let (st, a) = c
+        .post(
+            &format!("/compute/v2.1/servers/{srv}/os-volume_attachments"),
+            json!({"volumeAttachment": {"volumeId": vol}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{a}");
+    assert_eq!(a["volumeAttachment"]["device"], "/dev/vdb");
+    let (_, v) = c.get(&format!("{vp}/volumes/{vol}")).await;
+    assert_eq!(v["volume"]["status"], "in-use");
+    assert_eq!(
+        c.delete(&format!("{vp}/volumes/{vol}")).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let (_, s) = c.get(&format!("/compute/v2.1/servers/{srv}")).await;
+    assert_eq!(s["server"]["image"], "");
+    assert_eq!(
+        s["server"]["os-extended-volumes:volumes_attached"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let (_, i) = c
+        .get(&format!("/compute/v2.1/servers/{srv}/os-interface"))
+        .await;
+    assert_eq!(i["interfaceAttachments"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        c.delete(&format!(
+            "/compute/v2.1/servers/{srv}/os-volume_attachments/{vol}"
+        ))
+        .await
+        .0,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        c.delete(&format!("/compute/v2.1/servers/{srv}")).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let (_, l) = c.get(&format!("{vp}/volumes/detail")).await;
+    assert_eq!(
+        l["volumes"].as_array().unwrap().len(),
+        1,
+        "boot volume deleted on termination"
+    );
+    assert_eq!(
+        c.delete(&format!("{vp}/volumes/{vol}")).await.0,
+        StatusCode::ACCEPTED
+    );
+    let (st, e) = c.get(&format!("{vp}/volumes/{vol}")).await;
+    assert_eq!(
+        (st, e["itemNotFound"]["code"].as_i64()),
+        (StatusCode::NOT_FOUND, Some(404))
+    );
+}

@@ -1,0 +1,332 @@
+//! Octavia, Glance and the control API over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_sim::{Delays, FaultSpec, Sim, SimConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const LB: &str = "/load-balancer/v2/lbaas";
+
+async fn status(c: &common::Client, lb: &str) -> String {
+    let (_, v) = c.get(&format!("{LB}/loadbalancers/{lb}")).await;
+    v["loadbalancer"]["provisioning_status"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+async fn settle(c: &common::Client, lb: &str) {
+    for _ in 0..50 {
+        if status(c, lb).await == "ACTIVE" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("load balancer {lb} never became ACTIVE");
+}
+
+#[tokio::test]
+async fn load_balancer_lifecycle_with_children_and_cascade() {
+    let delays = Delays {
+        lb_provision_ms: 60,
+        lb_update_ms: 40,
+        lb_delete_ms: 20,
+        ..common::instant()
+    };
+    let sim = Sim::start(SimConfig {
+        delays,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let c = common::capo(&sim).await;
+    let (_, sub) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let (st, l) = c
+        .post(
+            &format!("{LB}/loadbalancers"),
+            json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{l}");
+    let lb = l["loadbalancer"]["id"].as_str().unwrap().to_string();
+    assert_eq!(l["loadbalancer"]["provisioning_status"], "PENDING_CREATE");
+    let vip_port = l["loadbalancer"]["vip_port_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, p) = c.get(&format!("/network/v2.0/ports/{vip_port}")).await;
+    assert_eq!(p["port"]["device_owner"], "Octavia");
+    let listener = json!({"listener": {"loadbalancer_id": lb, "protocol": "TCP", "protocol_port": 6443, "allowed_cidrs": ["10.0.0.0/8"]}});
+    let (st, e) = c.post(&format!("{LB}/listeners"), listener.clone()).await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    assert!(e["faultstring"].as_str().unwrap().contains("immutable"));
+    settle(&c, &lb).await;
+    let (st, li) = c.post(&format!("{LB}/listeners"), listener).await;
+    assert_eq!(st, StatusCode::CREATED);
+    assert_eq!(status(&c, &lb).await, "PENDING_UPDATE");
+    settle(&c, &lb).await;
+    let li = li["listener"]["id"].as_str().unwrap().to_string();
+    let (_, po) = c
+        .post(
+            &format!("{LB}/pools"),
+            json!({"pool": {"listener_id": li, "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}}),
+        )
+        .await;
+    let pool = po["pool"]["id"].as_str().unwrap().to_string();
+    settle(&c, &lb).await;
+    let (st, _) = c
+        .post(
+            &format!("{LB}/pools/{pool}/members"),
+            json!({"member": {"address": "10.0.0.20", "protocol_port": 6443, "subnet_id": sub}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    settle(&c, &lb).await;
+    let (st, _) = c.post(&format!("{LB}/healthmonitors"), json!({"healthmonitor": {"pool_id": pool, "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 3}})).await;
+    assert_eq!(st, StatusCode::CREATED);
+    settle(&c, &lb).await;
+    let (_, show) = c.get(&format!("{LB}/loadbalancers/{lb}")).await;
+    assert_eq!(show["loadbalancer"]["listeners"], json!([{"id": li}]));
+    let (_, pv) = c.get(&format!("{LB}/pools/{pool}")).await;
+    assert_eq!(pv["pool"]["members"].as_array().unwrap().len(), 1);
+    assert!(pv["pool"]["healthmonitor_id"].is_string());
+    let (_, list) = c.get(&format!("{LB}/loadbalancers?name=lb")).await;
+    assert_eq!(
+        list.as_object().unwrap().keys().next().unwrap(),
+        "loadbalancers"
+    );
+    assert_eq!(
+        c.delete(&format!("{LB}/loadbalancers/{lb}")).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        c.delete(&format!("{LB}/loadbalancers/{lb}?cascade=true"))
+            .await
+            .0,
+        StatusCode::NO_CONTENT
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    let (st, e) = c.get(&format!("{LB}/loadbalancers/{lb}")).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    assert_eq!(e["faultcode"], "Client");
+    assert_eq!(
+        c.get(&format!("/network/v2.0/ports/{vip_port}")).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (_, pr) = c.get("/load-balancer/v2.0/lbaas/providers").await;
+    assert!(
+        pr["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "amphora")
+    );
+}
+
+#[tokio::test]
+async fn glance_filters_patch_upload_and_errors() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (_, v) = c.get("/image/v2/images?os_distro=flatcar").await;
+    assert_eq!(v["images"].as_array().unwrap().len(), 1);
+    assert_eq!(v["images"][0]["os_type"], "linux");
+    let (st, img) = c.post("/image/v2/images", json!({"name": "mine", "disk_format": "qcow2", "container_format": "bare", "tags": ["t1"], "os_type": "linux"})).await;
+    assert_eq!(st, StatusCode::CREATED);
+    assert_eq!(img["status"], "queued");
+    let id = img["id"].as_str().unwrap().to_string();
+    let r = c
+        .http
+        .put(format!("{}/image/v2/images/{id}/file", c.base))
+        .header("x-auth-token", &c.token)
+        .body(vec![1u8; 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let patch = json!([{"op": "replace", "path": "/name", "value": "renamed"}, {"op": "add", "path": "/hw_qemu_guest_agent", "value": "yes"}]);
+    let r = c
+        .http
+        .patch(format!("{}/image/v2/images/{id}", c.base))
+        .header("x-auth-token", &c.token)
+        .header(
+            "content-type",
+            "application/openstack-images-v2.1-json-patch",
+        )
+        .body(patch.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (_, v) = c.get("/image/v2/images?tag=t1").await;
+    assert_eq!(v["images"][0]["name"], "renamed");
+    assert_eq!(v["images"][0]["size"], 1024);
+    assert_eq!(v["images"][0]["status"], "active");
+    let (_, v) = c.get("/image/v2/images?limit=2").await;
+    assert!(v["next"].as_str().unwrap().starts_with("/v2/images?"));
+    let o = common::login(&sim, "capo-other-user", "capo-other-password", "capo-other").await;
+    assert_eq!(
+        o.get(&format!("/image/v2/images/{id}")).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        c.delete(&format!("/image/v2/images/{id}")).await.0,
+        StatusCode::NO_CONTENT
+    );
+}
+
+#[tokio::test]
+async fn control_faults_latency_log_counters_and_reset() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let ctl = sim.control();
+    ctl.add_faults(vec![FaultSpec {
+        method: Some("GET".into()),
+        path_regex: "/network/v2.0/networks$".into(),
+        status: 503,
+        body: None,
+        count: Some(1),
+        rate: None,
+        after_action: false,
+    }])
+    .unwrap();
+    let (st, e) = c.get("/network/v2.0/networks").await;
+    assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(e["NeutronError"]["type"], "SimulatedFault");
+    assert_eq!(c.get("/network/v2.0/networks").await.0, StatusCode::OK);
+    // A lost reply: the network is created but the client sees a 500.
+    ctl.add_faults(vec![FaultSpec {
+        method: Some("POST".into()),
+        path_regex: "/networks$".into(),
+        status: 500,
+        body: Some(json!({"x": 1})),
+        count: Some(1),
+        rate: None,
+        after_action: true,
+    }])
+    .unwrap();
+    let (st, b) = c
+        .post(
+            "/network/v2.0/networks",
+            json!({"network": {"name": "lost"}}),
+        )
+        .await;
+    assert_eq!(
+        (st, b),
+        (StatusCode::INTERNAL_SERVER_ERROR, json!({"x": 1}))
+    );
+    let (_, l) = c.get("/network/v2.0/networks?name=lost").await;
+    assert_eq!(l["networks"].as_array().unwrap().len(), 1);
+    let counters = ctl.counters();
+    assert_eq!(counters.get("network GET /network/v2.0/networks"), Some(&3));
+    assert!(ctl.requests().iter().any(|r| r.injected && r.status == 500));
+    let http = reqwest::Client::new();
+    let r = http
+        .put(format!("{}/_sim/latency", sim.base_url()))
+        .body(r#"{"network": 50}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let t = std::time::Instant::now();
+    c.get("/network/v2.0/networks").await;
+    assert!(t.elapsed() >= std::time::Duration::from_millis(50));
+    let dump: Value = http
+        .get(format!(
+            "{}/_sim/state?project={}",
+            sim.base_url(),
+            c.project
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(dump["networks"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        http.post(format!("{}/_sim/reset", sim.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+    assert!(ctl.state(Some(&c.project)).as_object().unwrap().is_empty());
+    assert_eq!(
+        c.get("/network/v2.0/networks").await.0,
+        StatusCode::UNAUTHORIZED,
+        "reset drops tokens"
+    );
+}
+
+#[tokio::test]
+async fn tls_and_state_persistence() {
+    let dir = std::env::temp_dir().join(format!("capo-sim-test-{}", std::process::id()));
+    let state = dir.join("state.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sim = Sim::start(SimConfig {
+        tls: true,
+        state_file: Some(state.clone()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert!(sim.base_url().starts_with("https://"));
+    let path = sim.write_clouds_yaml(&dir).unwrap();
+    assert!(std::fs::read_to_string(&path).unwrap().contains("cacert:"));
+    let ca = reqwest::Certificate::from_pem(sim.ca_pem().unwrap().as_bytes()).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let r = http
+        .get(format!("{}/identity/v3", sim.base_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let auth = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": "capo-user", "domain": {"name": "Default"}, "password": "capo-password"}}},
+                               "scope": {"project": {"name": "capo", "domain": {"name": "Default"}}}}});
+    let r = http
+        .post(format!("{}/identity/v3/auth/tokens", sim.base_url()))
+        .json(&auth)
+        .send()
+        .await
+        .unwrap();
+    let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+    let r = http
+        .post(format!("{}/network/v2.0/networks", sim.base_url()))
+        .header("x-auth-token", &token)
+        .json(&json!({"network": {"name": "kept"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    sim.shutdown().await.unwrap();
+    assert!(state.exists());
+    let again = Sim::start(SimConfig {
+        state_file: Some(state.clone()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let r = reqwest::Client::new()
+        .get(format!(
+            "{}/network/v2.0/networks?name=kept",
+            again.base_url()
+        ))
+        .header("x-auth-token", &token)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["networks"].as_array().unwrap().len(),
+        1,
+        "state and tokens survive a restart"
+    );
+    again.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
