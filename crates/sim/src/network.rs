@@ -212,12 +212,12 @@ pub fn visible(w: &World, ctx: &Ctx, col: &str, rec: &Rec) -> bool {
         "networks" => {
             rec.body["shared"] == json!(true) || rec.body["router:external"] == json!(true)
         }
+        // Neutron's default policy: subnets are readable by their owner or on shared networks only
+        // (an external network's subnet is not listed to tenants).
         "subnets" => rec.body["network_id"]
             .as_str()
             .and_then(|n| w.get("networks", n))
-            .is_some_and(|n| {
-                n.body["shared"] == json!(true) || n.body["router:external"] == json!(true)
-            }),
+            .is_some_and(|n| n.body["shared"] == json!(true)),
         "security_groups" => rec.body["shared"] == json!(true),
         _ => false,
     }
