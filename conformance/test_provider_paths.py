@@ -71,8 +71,8 @@ def test_boot_from_volume_cli(sim, cli, conn, project_id, image, flavor, lan):
 
 def test_server_group_hint_and_config_drive_sdk(sim, conn, project_id, image, flavor, lan):
     net, subnet = lan
-    group = conn.compute.create_server_group(name="pp-group", policy="anti-affinity")
-    assert group.policy == "anti-affinity" and group.member_ids == []
+    group = conn.compute.create_server_group(name="pp-group", policy="soft-anti-affinity")
+    assert group.policy == "soft-anti-affinity" and group.member_ids == []
     user_data = base64.b64encode(b"#cloud-config\n{}\n").decode()
     servers = [
         conn.compute.create_server(
@@ -83,13 +83,13 @@ def test_server_group_hint_and_config_drive_sdk(sim, conn, project_id, image, fl
         for i in range(2)
     ]
     servers = [conn.compute.wait_for_server(s, wait=WAIT_SECONDS) for s in servers]
-    assert sorted(conn.compute.get_server_group(group.id).member_ids) == sorted(
-        s.id for s in servers
-    )
     assert all(s.has_config_drive in (True, "True") for s in servers)
     # Nova's name filter is a regular expression.
     assert sorted(s.name for s in conn.compute.servers(name="^pp-")) == ["pp-0", "pp-1"]
     assert [s.name for s in conn.compute.servers(name="pp-1$")] == ["pp-1"]
+    assert sorted(conn.compute.get_server_group(group.id).member_ids) == sorted(
+        s.id for s in servers
+    )
     for server in servers:
         conn.compute.delete_server(server)
         conn.compute.wait_for_delete(server, wait=WAIT_SECONDS)
