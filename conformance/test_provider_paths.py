@@ -153,3 +153,42 @@ def test_in_use_conflicts_sdk(sim, conn, project_id, lan):
     conn.network.delete_security_group(sg)
     _cleanup_lan(conn, net, subnet)
     assert sim.leftovers(project_id) == {}
+
+
+def test_interfaces_and_floating_ip_cli(sim, cli, project_id, image, flavor, ext_net):
+    cli.ok("network", "create", "if-net")
+    cli.ok("subnet", "create", "--network", "if-net", "--subnet-range", "10.95.0.0/24", "if-subnet")
+    cli.ok("router", "create", "if-router")
+    cli.ok("router", "set", "--external-gateway", ext_net.name, "if-router")
+    cli.ok("router", "add", "subnet", "if-router", "if-subnet")
+    server = cli.json("server", "create", "--image", image.name, "--flavor", flavor.name,
+                      "--network", "if-net", "--wait", "if-server")
+    [first_ip] = server["addresses"]["if-net"]
+    extra = cli.json("port", "create", "--network", "if-net",
+                     "--fixed-ip", "subnet=if-subnet,ip-address=10.95.0.50", "if-extra")
+    # os-interface attach/detach of a pre-created port.
+    cli.ok("server", "add", "port", "if-server", "if-extra")
+    addrs = cli.json("server", "show", "if-server")["addresses"]["if-net"]
+    assert sorted(addrs) == sorted([first_ip, "10.95.0.50"])
+    assert cli.json("port", "show", "if-extra")["device_id"] == server["id"]
+    cli.ok("server", "remove", "port", "if-server", "if-extra")
+    assert cli.json("server", "show", "if-server")["addresses"]["if-net"] == [first_ip]
+    assert cli.json("port", "show", "if-extra")["device_id"] == ""
+    # Floating IP through the server commands (Neutron association of the server's port).
+    fip = cli.json("floating", "ip", "create", ext_net.name)["floating_ip_address"]
+    cli.ok("server", "add", "floating", "ip", "if-server", fip)
+    assert sorted(cli.json("server", "show", "if-server")["addresses"]["if-net"]) == sorted(
+        [first_ip, fip]
+    )
+    assert cli.json("floating", "ip", "show", fip)["fixed_ip_address"] == first_ip
+    cli.ok("server", "remove", "floating", "ip", "if-server", fip)
+    assert cli.json("floating", "ip", "show", fip)["port_id"] is None
+
+    cli.ok("floating", "ip", "delete", fip)
+    cli.ok("server", "delete", "--wait", "if-server")
+    cli.ok("port", "delete", "if-extra")
+    cli.ok("router", "remove", "subnet", "if-router", "if-subnet")
+    cli.ok("router", "delete", "if-router")
+    cli.ok("subnet", "delete", "if-subnet")
+    cli.ok("network", "delete", "if-net")
+    assert sim.leftovers(project_id) == {}
