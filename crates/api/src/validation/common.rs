@@ -2,8 +2,8 @@
 
 use super::{FieldError, FieldPath};
 use crate::v1beta1::{
-    ImageFilter, ImageParam, NetworkParam, NeutronFilter, ServerGroupParam, SubnetFilter,
-    SubnetParam,
+    ImageFilter, ImageParam, NetworkParam, NeutronFilter, ServerGroupFilter, ServerGroupParam,
+    SubnetFilter, SubnetParam,
 };
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -210,26 +210,33 @@ fn check_subnet_filter(path: &FieldPath, filter: &SubnetFilter, errors: &mut Vec
     }
 }
 
+/// The `{id, filter}` selectors: exactly one of the two, the ID a UUID, the filter checked by
+/// `check_filter`.
+fn check_id_or_filter<F>(
+    path: &FieldPath,
+    id: Option<&String>,
+    filter: Option<&F>,
+    check_filter: impl Fn(&FieldPath, &F, &mut Vec<FieldError>),
+    errors: &mut Vec<FieldError>,
+) {
+    let set = [("id", id.is_some()), ("filter", filter.is_some())];
+    check_exactly_one(path, &set, errors);
+    if let Some(id) = id {
+        check_uuid(&path.child("id"), id, errors);
+    }
+    if let Some(filter) = filter {
+        check_filter(&path.child("filter"), filter, errors);
+    }
+}
+
 /// NetworkParam (also used for routers and security groups): an ID or a filter.
 pub(crate) fn check_network_param(
     path: &FieldPath,
     param: &NetworkParam,
     errors: &mut Vec<FieldError>,
 ) {
-    check_exactly_one(
-        path,
-        &[
-            ("id", param.id.is_some()),
-            ("filter", param.filter.is_some()),
-        ],
-        errors,
-    );
-    if let Some(id) = &param.id {
-        check_uuid(&path.child("id"), id, errors);
-    }
-    if let Some(filter) = &param.filter {
-        check_neutron_filter(&path.child("filter"), filter, errors);
-    }
+    let (id, filter) = (param.id.as_ref(), param.filter.as_ref());
+    check_id_or_filter(path, id, filter, check_neutron_filter, errors);
 }
 
 /// SubnetParam: an ID or a subnet filter.
@@ -238,20 +245,8 @@ pub(crate) fn check_subnet_param(
     param: &SubnetParam,
     errors: &mut Vec<FieldError>,
 ) {
-    check_exactly_one(
-        path,
-        &[
-            ("id", param.id.is_some()),
-            ("filter", param.filter.is_some()),
-        ],
-        errors,
-    );
-    if let Some(id) = &param.id {
-        check_uuid(&path.child("id"), id, errors);
-    }
-    if let Some(filter) = &param.filter {
-        check_subnet_filter(&path.child("filter"), filter, errors);
-    }
+    let (id, filter) = (param.id.as_ref(), param.filter.as_ref());
+    check_id_or_filter(path, id, filter, check_subnet_filter, errors);
 }
 
 /// ImageParam: an ID, a Glance filter, or a reference to an ORC Image.
@@ -292,24 +287,13 @@ pub(crate) fn check_server_group_param(
     param: &ServerGroupParam,
     errors: &mut Vec<FieldError>,
 ) {
-    check_exactly_one(
-        path,
-        &[
-            ("id", param.id.is_some()),
-            ("filter", param.filter.is_some()),
-        ],
-        errors,
-    );
-    if let Some(id) = &param.id {
-        check_uuid(&path.child("id"), id, errors);
-    }
-    if let Some(filter) = &param.filter
-        && filter.name.as_deref().is_none_or(str::is_empty)
-    {
-        let detail = "the server group name";
-        errors.push(FieldError::required(
-            &path.child("filter").child("name"),
-            detail,
-        ));
-    }
+    let check_name =
+        |path: &FieldPath, filter: &ServerGroupFilter, errors: &mut Vec<FieldError>| {
+            if filter.name.as_deref().is_none_or(str::is_empty) {
+                let detail = "the server group name";
+                errors.push(FieldError::required(&path.child("name"), detail));
+            }
+        };
+    let (id, filter) = (param.id.as_ref(), param.filter.as_ref());
+    check_id_or_filter(path, id, filter, check_name, errors);
 }

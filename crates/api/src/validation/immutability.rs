@@ -3,7 +3,7 @@
 //! Upstream answers every forbidden change with a bare `spec: cannot be modified`; comparing the
 //! JSON forms lets us say `spec.network.id: field is immutable` instead.
 
-use super::{FieldError, FieldPath};
+use super::{FieldError, FieldPath, UpdateContext, ValidationErrors};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -55,4 +55,22 @@ pub(crate) fn check_unchanged<T: Serialize>(
     let mut changed = Vec::new();
     changed_paths(path, &old, &new, &mut changed);
     errors.extend(changed.iter().map(|p| FieldError::immutable(p, detail)));
+}
+
+/// Update rule shared by the two template kinds: the create-time rules still hold, and
+/// `spec.template.spec` may not change (create a new template and point the owner at it),
+/// except in the Cluster API topology controller's dry runs.
+pub(crate) fn check_template_update<T: Serialize>(
+    create: Result<(), ValidationErrors>,
+    old: &T,
+    new: &T,
+    context: &UpdateContext,
+) -> Result<(), ValidationErrors> {
+    let mut errors = create.err().map(|e| e.0).unwrap_or_default();
+    if !context.topology_dry_run {
+        let path = FieldPath::new("spec").child("template").child("spec");
+        let detail = "templates are immutable; create a new template and reference it";
+        check_unchanged(&path, old, new, detail, &mut errors);
+    }
+    ValidationErrors::into_result(errors)
 }

@@ -6,7 +6,7 @@ use super::common::{
     check_server_group_param, check_subnet_param, check_unique,
 };
 use super::extensions::check_machine_extensions;
-use super::immutability::check_unchanged;
+use super::immutability::{check_template_update, check_unchanged};
 use super::{FieldError, FieldPath, UpdateContext, Validate, ValidationErrors};
 use crate::v1beta1::{
     AdditionalBlockDevice, ImageParam, NetworkParam, OpenStackMachine, OpenStackMachineSpec,
@@ -312,25 +312,9 @@ impl Validate for OpenStackMachineTemplate {
         ValidationErrors::into_result(errors)
     }
 
-    /// Templates are immutable (create a new one and point the owner at it), except for the
-    /// Cluster API topology controller's dry runs.
+    /// Templates are immutable, except for the Cluster API topology controller's dry runs.
     fn validate_update(&self, old: &Self, context: &UpdateContext) -> Result<(), ValidationErrors> {
-        let mut errors = self
-            .validate_create()
-            .err()
-            .map(|e| e.0)
-            .unwrap_or_default();
-        if !context.topology_dry_run {
-            let path = FieldPath::new("spec").child("template").child("spec");
-            let detail = "templates are immutable; create a new template and reference it";
-            check_unchanged(
-                &path,
-                &old.spec.template.spec,
-                &self.spec.template.spec,
-                detail,
-                &mut errors,
-            );
-        }
-        ValidationErrors::into_result(errors)
+        let (old, new) = (&old.spec.template.spec, &self.spec.template.spec);
+        check_template_update(self.validate_create(), old, new, context)
     }
 }
