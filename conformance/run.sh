@@ -12,7 +12,7 @@ venv="$(hack/python-env.sh | tail -n 1)"
 
 if [[ -z "${CAPO_SIM_BIN:-}" ]]; then
   target="${CARGO_TARGET_DIR:-$root/target}"
-  cargo build -j2 -p capo-sim --bin capo-sim >&2
+  cargo build --locked -j2 -p capo-sim --bin capo-sim >&2
   export CAPO_SIM_BIN="$target/debug/capo-sim"
 fi
 

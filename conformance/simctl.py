@@ -34,7 +34,7 @@ def find_or_build_sim() -> pathlib.Path:
         target = REPO / target
     # Always run cargo: it is a no-op when the binary is fresh and rebuilds it when it is stale.
     subprocess.run(
-        ["cargo", "build", "-j2", "-p", "capo-sim", "--bin", "capo-sim"],
+        ["cargo", "build", "--locked", "-j2", "-p", "capo-sim", "--bin", "capo-sim"],
         cwd=REPO,
         check=True,
         env={**os.environ, "CARGO_TARGET_DIR": str(target)},
@@ -63,7 +63,10 @@ class Sim:
         line = self.proc.stdout.readline().decode().strip()
         if not line.startswith(LISTEN_PREFIX):
             self.stop()
-            raise RuntimeError(f"capo-sim did not announce its URL, first line: {line!r}")
+            log_tail = self.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(
+                f"capo-sim did not announce its URL, first line: {line!r}; stderr:\n{log_tail}"
+            )
         return line[len(LISTEN_PREFIX):].rstrip("/")
 
     def stop(self) -> None:
