@@ -293,3 +293,31 @@ async fn volumes_attach_detach_and_boot_from_volume() {
         (StatusCode::NOT_FOUND, Some(404))
     );
 }
+
+#[tokio::test]
+async fn scheduler_hint_group_membership() {
+    let sim = common::sim().await;
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.64".into())];
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let image = image_id(&c).await;
+    let (_, g) = c
+        .post(
+            "/compute/v2.1/os-server-groups",
+            json!({"server_group": {"name": "g", "policy": "anti-affinity"}}),
+        )
+        .await;
+    let group = g["server_group"]["id"].as_str().unwrap().to_string();
+    for key in ["os:scheduler_hints", "OS-SCH-HNT:scheduler_hints"] {
+        let body = json!({"server": {"name": key, "imageRef": image, "flavorRef": "1", "networks": [{"uuid": net}], "config_drive": true}, key: {"group": group}});
+        assert_eq!(
+            c.post("/compute/v2.1/servers", body).await.0,
+            StatusCode::ACCEPTED
+        );
+    }
+    let (_, g) = c
+        .get(&format!("/compute/v2.1/os-server-groups/{group}"))
+        .await;
+    assert_eq!(g["server_group"]["members"].as_array().unwrap().len(), 2);
+    assert_eq!(g["server_group"]["policy"], "anti-affinity");
+}

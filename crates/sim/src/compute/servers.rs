@@ -427,7 +427,16 @@ async fn create(
     b: Bytes,
 ) -> ApiResult {
     let req = body(SVC, &b)?;
-    let hints = req["os:scheduler_hints"].clone();
+    // Nova accepts the hints under either name, beside the "server" object.
+    let hints = [
+        &req["os:scheduler_hints"],
+        &req["OS-SCH-HNT:scheduler_hints"],
+        &req["server"]["os:scheduler_hints"],
+    ]
+    .into_iter()
+    .find(|h| h.is_object())
+    .cloned()
+    .unwrap_or(Value::Null);
     let s = member(SVC, req, "server")?;
     let mut w = st.world();
     crate::network::secgroups::ensure_default(&mut w, &ctx.project);
