@@ -349,11 +349,22 @@ pub fn routes(ctl: Control) -> Router<AppState> {
         .route(
             "/_sim/delays",
             put(move |b: Bytes| async move {
-                match parse(&b) {
-                    Ok(d) => {
-                        c4.set_delays(d);
-                        done()
+                // Keys left out keep their current value.
+                let mut current = serde_json::to_value(c4.delays()).unwrap_or_default();
+                match parse::<Value>(&b) {
+                    Ok(Value::Object(m)) => {
+                        for (k, v) in m {
+                            current[k] = v;
+                        }
+                        match serde_json::from_value(current) {
+                            Ok(d) => {
+                                c4.set_delays(d);
+                                done()
+                            }
+                            Err(e) => ctl_err(e.to_string()),
+                        }
                     }
+                    Ok(_) => ctl_err("expected an object of delays in ms"),
                     Err(r) => *r,
                 }
             })

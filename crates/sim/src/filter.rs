@@ -10,6 +10,7 @@ const RESERVED: &[&str] = &[
     "limit",
     "marker",
     "fields",
+    "sort",
     "sort_key",
     "sort_dir",
     "page_reverse",

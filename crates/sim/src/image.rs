@@ -165,7 +165,18 @@ async fn list(State(st): State<AppState>, ctx: Ctx, q: Query) -> ApiResult {
         .map(|(_, r)| r.body.clone())
         .collect();
     drop(w);
-    if q.get("sort_key").is_some() {
+    if let Some(sort) = q.get("sort") {
+        // Glance's `sort=key:dir,...`: the first key decides.
+        let first = sort.split(',').next().unwrap_or("");
+        let (key, dir) = first.split_once(':').unwrap_or((first, "desc"));
+        filter::sort(
+            &mut items,
+            &Query(vec![
+                ("sort_key".into(), key.into()),
+                ("sort_dir".into(), dir.into()),
+            ]),
+        );
+    } else if q.get("sort_key").is_some() {
         filter::sort(&mut items, &q);
     } else {
         items.reverse();

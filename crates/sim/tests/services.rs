@@ -330,3 +330,33 @@ async fn tls_and_state_persistence() {
     again.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn delays_merge_and_glance_sort() {
+    let sim = common::sim().await;
+    let http = reqwest::Client::new();
+    let r = http
+        .put(format!("{}/_sim/delays", sim.base_url()))
+        .body(r#"{"server_build_ms": 7}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let d = sim.control().delays();
+    assert_eq!(
+        (d.server_build_ms, d.volume_create_ms),
+        (7, 0),
+        "unspecified delays keep their value"
+    );
+    let c = common::capo(&sim).await;
+    let (_, v) = c.get("/image/v2/images?sort=name:asc").await;
+    let names: Vec<&str> = v["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+}

@@ -545,7 +545,11 @@ fn list_matches(w: &World, b: &Value, q: &Query) -> bool {
                 .any(|a| r.is_match(a["addr"].as_str().unwrap_or("")))
         })
     });
-    name_ok
+    let since_ok = q
+        .get("changes-since")
+        .is_none_or(|t| b["updated"].as_str().is_some_and(|u| u >= t));
+    since_ok
+        && name_ok
         && status_ok
         && image_ok
         && flavor_ok
