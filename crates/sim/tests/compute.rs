@@ -321,3 +321,47 @@ async fn scheduler_hint_group_membership() {
     assert_eq!(g["server_group"]["members"].as_array().unwrap().len(), 2);
     assert_eq!(g["server_group"]["policy"], "anti-affinity");
 }
+
+#[tokio::test]
+async fn affinity_shares_host_and_console_output() {
+    let sim = common::sim().await;
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.64".into())];
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let image = image_id(&c).await;
+    let mut host_ids = vec![];
+    for policy in ["affinity", "anti-affinity"] {
+        let (_, g) = c
+            .post(
+                "/compute/v2.1/os-server-groups",
+                json!({"server_group": {"name": policy, "policy": policy}}),
+            )
+            .await;
+        let group = g["server_group"]["id"].as_str().unwrap().to_string();
+        let mut ids = vec![];
+        for i in 0..2 {
+            let body = json!({"server": {"name": format!("{policy}-{i}"), "imageRef": image, "flavorRef": "1", "networks": [{"uuid": net}]}, "os:scheduler_hints": {"group": group}});
+            let (_, s) = c.post("/compute/v2.1/servers", body).await;
+            let (_, s) = c
+                .get(&format!(
+                    "/compute/v2.1/servers/{}",
+                    s["server"]["id"].as_str().unwrap()
+                ))
+                .await;
+            ids.push(s["server"]["hostId"].as_str().unwrap().to_string());
+        }
+        host_ids.push(ids);
+    }
+    assert_eq!(host_ids[0][0], host_ids[0][1]);
+    assert_ne!(host_ids[1][0], host_ids[1][1]);
+    let (_, l) = c.get("/compute/v2.1/servers").await;
+    let id = l["servers"][0]["id"].as_str().unwrap();
+    let (st, out) = c
+        .post(
+            &format!("/compute/v2.1/servers/{id}/action"),
+            json!({"os-getConsoleOutput": {"length": 10}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    assert!(out["output"].is_string());
+}

@@ -360,7 +360,7 @@ fn attach_networks(
         }
         None => None,
     };
-    let host = format!("sim-compute-{}", &server[..4]);
+    let host = host_of(w, server);
     let owner = format!("compute:{az}");
     for n in s["networks"].as_array().into_iter().flatten() {
         let result = if let Some(pid) = n["port"].as_str() {
@@ -468,6 +468,18 @@ async fn create(
         "_group": plan.group, "_user_data": s.get("user_data").is_some(),
     });
     w.insert(COL, &id, &ctx.project, body);
+    let host = host_of(&w, &id);
+    for p in &bound {
+        if let Some(port) = w.get_mut("ports", p) {
+            port.body["binding:host_id"] = json!(host);
+        }
+    }
+    if let Some(r) = w.get_mut(COL, &id) {
+        r.body["hostId"] = json!(format!(
+            "{:x}",
+            sha2_short(&format!("{}{host}", ctx.project))
+        ));
+    }
     if let Some(g) = &plan.group
         && let Some(r) = w.get_mut("server_groups", g)
         && let Some(m) = r.body["members"].as_array_mut()
@@ -489,6 +501,26 @@ async fn create(
         resp.headers_mut().insert(header::LOCATION, v);
     }
     Ok(resp)
+}
+
+/// The simulated compute host of a server: shared by members of an affinity group, else one host
+/// per server (so anti-affinity always holds).
+fn host_of(w: &World, server: &str) -> String {
+    let group = w
+        .get(COL, server)
+        .and_then(|r| r.body["_group"].as_str().map(str::to_string));
+    let affinity = group
+        .as_deref()
+        .and_then(|g| w.get("server_groups", g))
+        .is_some_and(|g| {
+            g.body["policy"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("affinity") && !p.contains("anti"))
+        });
+    match group {
+        Some(g) if affinity => format!("sim-compute-{}", &g[..8.min(g.len())]),
+        _ => format!("sim-compute-{}", &server[..8.min(server.len())]),
+    }
 }
 
 /// Bind or create ports for `spec["networks"]` on an existing server (os-interface).
@@ -644,6 +676,9 @@ async fn action(
         .and_then(|o| o.keys().next().cloned())
         .unwrap_or_default();
     let (from, to, power) = match name.as_str() {
+        "os-getConsoleOutput" => {
+            return ok(json!({"output": format!("capo-sim console of {id}\n")}));
+        }
         "os-stop" => ("ACTIVE", "SHUTOFF", 4),
         "os-start" => ("SHUTOFF", "ACTIVE", 1),
         "reboot" => ("ACTIVE", "ACTIVE", 1),
