@@ -3,6 +3,7 @@
 pub mod attach;
 pub mod flavors;
 pub mod keypairs;
+pub mod server_actions;
 pub mod servers;
 
 use axum::Router;

@@ -7,13 +7,14 @@ pub mod ports;
 pub mod routers;
 pub mod secgroups;
 pub mod subnets;
+pub mod tags;
 pub mod trunks;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use parking_lot::MutexGuard;
 use serde_json::{Map, Value, json};
@@ -319,81 +320,6 @@ pub fn req_member(col: &str, b: &Bytes) -> ApiResult<Value> {
     crate::http::member(SVC, body(SVC, b)?, kind(col).one)
 }
 
-fn tags_of(w: &World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<Vec<String>> {
-    let r = find(w, ctx, col, id)?;
-    Ok(serde_json::from_value(r.body["tags"].clone()).unwrap_or_default())
-}
-
-fn set_tags(w: &mut World, ctx: &Ctx, col: &str, id: &str, tags: Vec<String>) -> ApiResult<()> {
-    let r = find_owned(w, ctx, col, id)?;
-    r.body["tags"] = json!(tags);
-    touch(&mut r.body);
-    Ok(())
-}
-
-async fn tags_get(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path((col, id)): Path<(String, String)>,
-) -> ApiResult {
-    let w = lock(&st, &ctx);
-    ok(json!({"tags": tags_of(&w, &ctx, &col, &id)?}))
-}
-
-async fn tags_put(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path((col, id)): Path<(String, String)>,
-    b: Bytes,
-) -> ApiResult {
-    let req = body(SVC, &b)?;
-    let tags: Vec<String> = serde_json::from_value(req["tags"].clone())
-        .map_err(|_| ApiError::bad_request(SVC, "Invalid tags body"))?;
-    let mut w = lock(&st, &ctx);
-    set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
-    ok(json!({"tags": tags}))
-}
-
-async fn tags_clear(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path((col, id)): Path<(String, String)>,
-) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    set_tags(&mut w, &ctx, &col, &id, vec![])?;
-    Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-async fn tag_one(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path((col, id, tag)): Path<(String, String, String)>,
-) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    let mut tags = tags_of(&w, &ctx, &col, &id)?;
-    let present = tags.contains(&tag);
-    let missing =
-        || ApiError::not_found(SVC, "TagNotFound", format!("Tag {tag} could not be found."));
-    match method.as_str() {
-        "GET" if present => Ok(StatusCode::NO_CONTENT.into_response()),
-        "GET" => Err(missing()),
-        "PUT" => {
-            if !present {
-                tags.push(tag.clone());
-                set_tags(&mut w, &ctx, &col, &id, tags)?;
-            }
-            Ok(StatusCode::CREATED.into_response())
-        }
-        _ if present => {
-            tags.retain(|t| t != &tag);
-            set_tags(&mut w, &ctx, &col, &id, tags)?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
-        _ => Err(missing()),
-    }
-}
-
 const EXTENSIONS: &[(&str, &str)] = &[
     ("agent", "agent"),
     ("allowed-address-pairs", "Allowed Address Pairs"),
@@ -634,25 +560,25 @@ pub fn routes() -> Router<AppState> {
             .route(
                 &format!("{P}/{}/{{id}}/tags", k.url),
                 get(move |s, c, Path(id): Path<String>| {
-                    tags_get(s, c, Path((col.to_string(), id)))
+                    tags::tags_get(s, c, Path((col.to_string(), id)))
                 })
                 .put(move |s, c, Path(id): Path<String>, b| {
-                    tags_put(s, c, Path((col.to_string(), id)), b)
+                    tags::tags_put(s, c, Path((col.to_string(), id)), b)
                 })
                 .delete(move |s, c, Path(id): Path<String>| {
-                    tags_clear(s, c, Path((col.to_string(), id)))
+                    tags::tags_clear(s, c, Path((col.to_string(), id)))
                 }),
             )
             .route(
                 &format!("{P}/{}/{{id}}/tags/{{tag}}", k.url),
                 get(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
                 })
                 .put(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
                 })
                 .delete(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tag_one(s, c, m, Path((col.to_string(), id, t)))
+                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
                 }),
             );
     }

@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use crate::compute::{P, SVC, bad, conflict, flavors, links, nf};
+use crate::compute::{P, SVC, bad, conflict, flavors, links, nf, server_actions};
 use crate::error::{ApiError, ApiResult};
 use crate::filter;
 use crate::http::{AppState, Ctx, Query, body, member, ok, reply};
@@ -20,7 +20,8 @@ use crate::world::{PendingKind, World, new_id, now_str};
 
 const COL: &str = "servers";
 
-fn not_found(id: &str) -> ApiError {
+/// Nova's 404 for a server.
+pub fn not_found(id: &str) -> ApiError {
     nf(format!("Instance {id} could not be found."))
 }
 
@@ -659,119 +660,6 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn action(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = body(SVC, &b)?;
-    let mut w = st.world();
-    let status = find(&w, &ctx, &id)?["status"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let name = req
-        .as_object()
-        .and_then(|o| o.keys().next().cloned())
-        .unwrap_or_default();
-    let (from, to, power) = match name.as_str() {
-        "os-getConsoleOutput" => {
-            return ok(json!({"output": format!("capo-sim console of {id}\n")}));
-        }
-        "os-stop" => ("ACTIVE", "SHUTOFF", 4),
-        "os-start" => ("SHUTOFF", "ACTIVE", 1),
-        "reboot" => ("ACTIVE", "ACTIVE", 1),
-        _ => return Err(bad(format!("There is no such action: {name}"))),
-    };
-    if status != from {
-        return Err(conflict(format!(
-            "Cannot '{name}' instance {id} while it is in vm_state {}",
-            status.to_lowercase()
-        )));
-    }
-    if let Some(r) = w.get_mut(COL, &id) {
-        r.body["status"] = json!(to);
-        r.body["OS-EXT-STS:vm_state"] = json!(if to == "SHUTOFF" { "stopped" } else { "active" });
-        r.body["OS-EXT-STS:power_state"] = json!(power);
-        r.body["updated"] = json!(now_str());
-    }
-    Ok(StatusCode::ACCEPTED.into_response())
-}
-
-async fn metadata(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let req = body(SVC, &b)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
-    match method.as_str() {
-        "PUT" => r.body["metadata"] = req["metadata"].clone(),
-        "POST" => {
-            for (k, v) in req["metadata"].as_object().into_iter().flatten() {
-                r.body["metadata"][k] = v.clone();
-            }
-        }
-        _ => {}
-    }
-    ok(json!({"metadata": r.body["metadata"]}))
-}
-
-async fn tags(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let req = body(SVC, &b)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
-    match method.as_str() {
-        "PUT" => r.body["tags"] = req["tags"].clone(),
-        "DELETE" => {
-            r.body["tags"] = json!([]);
-            return Ok(StatusCode::NO_CONTENT.into_response());
-        }
-        _ => {}
-    }
-    ok(json!({"tags": r.body["tags"]}))
-}
-
-async fn tag(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path((id, tag)): Path<(String, String)>,
-) -> ApiResult {
-    let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
-    let mut tags: Vec<String> = serde_json::from_value(r.body["tags"].clone()).unwrap_or_default();
-    let present = tags.contains(&tag);
-    let status = match method.as_str() {
-        "GET" if present => StatusCode::NO_CONTENT,
-        "PUT" if present => StatusCode::NO_CONTENT,
-        "PUT" => {
-            tags.push(tag.clone());
-            StatusCode::CREATED
-        }
-        "DELETE" if present => {
-            tags.retain(|t| t != &tag);
-            StatusCode::NO_CONTENT
-        }
-        _ => return Err(nf(format!("Tag '{tag}' could not be found."))),
-    };
-    r.body["tags"] = json!(tags);
-    Ok(status.into_response())
-}
-
 /// Routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -781,10 +669,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route(&format!("{P}/servers/detail"), get(|State(st): State<AppState>, ctx: Ctx, Extension(mv): Extension<Mv>, q: Query| async move { list(&st, &ctx, &q, mv, true) }))
         .route(&format!("{P}/servers/{{id}}"), get(show).delete(delete))
-        .route(&format!("{P}/servers/{{id}}/action"), post(action))
-        .route(&format!("{P}/servers/{{id}}/metadata"), get(metadata).put(metadata).post(metadata))
-        .route(&format!("{P}/servers/{{id}}/tags"), get(tags).put(tags).delete(tags))
-        .route(&format!("{P}/servers/{{id}}/tags/{{tag}}"), get(tag).put(tag).delete(tag))
+        .route(&format!("{P}/servers/{{id}}/action"), post(server_actions::action))
+        .route(&format!("{P}/servers/{{id}}/metadata"), get(server_actions::metadata).put(server_actions::metadata).post(server_actions::metadata))
+        .route(&format!("{P}/servers/{{id}}/tags"), get(server_actions::tags).put(server_actions::tags).delete(server_actions::tags))
+        .route(&format!("{P}/servers/{{id}}/tags/{{tag}}"), get(server_actions::tag).put(server_actions::tag).delete(server_actions::tag))
         .route(&format!("{P}/servers/{{id}}/os-volume_attachments"), get(crate::compute::attach::list_volumes).post(crate::compute::attach::attach_volume))
         .route(&format!("{P}/servers/{{id}}/os-interface"), get(crate::compute::attach::list_interfaces).post(crate::compute::attach::attach_interface))
         .route(&format!("{P}/servers/{{id}}/os-volume_attachments/{{vid}}"), get(crate::compute::attach::show_volume).delete(crate::compute::attach::detach_volume))

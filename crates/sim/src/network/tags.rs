@@ -1,0 +1,91 @@
+//! Neutron standard-attribute tags: `PUT/GET/DELETE /{resource}/{id}/tags[/{tag}]`.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde_json::json;
+
+use crate::error::{ApiError, ApiResult};
+use crate::http::{AppState, Ctx, body, ok};
+use crate::network::{SVC, find, find_owned, lock, touch};
+use crate::world::World;
+
+fn tags_of(w: &World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<Vec<String>> {
+    let r = find(w, ctx, col, id)?;
+    Ok(serde_json::from_value(r.body["tags"].clone()).unwrap_or_default())
+}
+
+fn set_tags(w: &mut World, ctx: &Ctx, col: &str, id: &str, tags: Vec<String>) -> ApiResult<()> {
+    let r = find_owned(w, ctx, col, id)?;
+    r.body["tags"] = json!(tags);
+    touch(&mut r.body);
+    Ok(())
+}
+
+/// Handler.
+pub async fn tags_get(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+) -> ApiResult {
+    let w = lock(&st, &ctx);
+    ok(json!({"tags": tags_of(&w, &ctx, &col, &id)?}))
+}
+
+/// Handler.
+pub async fn tags_put(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+    b: Bytes,
+) -> ApiResult {
+    let req = body(SVC, &b)?;
+    let tags: Vec<String> = serde_json::from_value(req["tags"].clone())
+        .map_err(|_| ApiError::bad_request(SVC, "Invalid tags body"))?;
+    let mut w = lock(&st, &ctx);
+    set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
+    ok(json!({"tags": tags}))
+}
+
+/// Handler.
+pub async fn tags_clear(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    set_tags(&mut w, &ctx, &col, &id, vec![])?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Handler.
+pub async fn tag_one(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    method: axum::http::Method,
+    Path((col, id, tag)): Path<(String, String, String)>,
+) -> ApiResult {
+    let mut w = lock(&st, &ctx);
+    let mut tags = tags_of(&w, &ctx, &col, &id)?;
+    let present = tags.contains(&tag);
+    let missing =
+        || ApiError::not_found(SVC, "TagNotFound", format!("Tag {tag} could not be found."));
+    match method.as_str() {
+        "GET" if present => Ok(StatusCode::NO_CONTENT.into_response()),
+        "GET" => Err(missing()),
+        "PUT" => {
+            if !present {
+                tags.push(tag.clone());
+                set_tags(&mut w, &ctx, &col, &id, tags)?;
+            }
+            Ok(StatusCode::CREATED.into_response())
+        }
+        _ if present => {
+            tags.retain(|t| t != &tag);
+            set_tags(&mut w, &ctx, &col, &id, tags)?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        _ => Err(missing()),
+    }
+}
