@@ -4,6 +4,7 @@ pub mod attach;
 pub mod flavors;
 pub mod keypairs;
 pub mod server_actions;
+pub mod server_view;
 pub mod servers;
 
 use axum::Router;
