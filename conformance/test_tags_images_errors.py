@@ -3,6 +3,7 @@ shapes the clients turn into NotFound."""
 
 import uuid
 
+import openstack
 import openstack.exceptions
 import pytest
 
@@ -119,3 +120,25 @@ def test_unknown_ids_cli(cli, resource):
     assert res.returncode == 1
     assert missing in res.stderr or "not found" in res.stderr.lower()
     assert "Traceback" not in res.stderr
+
+
+def test_image_tags_and_properties(sim, conn, cli, project_id):
+    created = cli.json("image", "create", "--disk-format", "qcow2", "--container-format", "bare",
+                       "--private", "--tag", "capo", "--property", "os_distro=capo-linux",
+                       "own-image")
+    # With stdin not a terminal the CLI uploads stdin (empty here) as the image data, so the image
+    # goes active with size 0, as it would on Glance.
+    assert created["status"] == "active" and created["size"] == 0
+    assert created["visibility"] == "private"
+    assert created["tags"] == ["capo"]
+    # Glance's `tag` filter, as the provider's image lookup uses it.
+    assert [i.id for i in conn.image.images(tag="capo")] == [created["id"]]
+    assert [i.id for i in conn.image.images(tag="no-such-tag")] == []
+    own = conn.image.find_image("own-image")
+    assert own.os_distro == "capo-linux" and own.owner == project_id
+    # Images of other projects stay invisible unless public.
+    other = openstack.connect(cloud="capo-sim-other")
+    assert other.image.find_image("own-image") is None
+    cli.ok("image", "delete", "own-image")
+    assert conn.image.find_image("own-image") is None
+    assert sim.leftovers(project_id) == {}
