@@ -191,6 +191,7 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
         count: Some(1),
         rate: None,
         after_action,
+        headers: Default::default(),
     };
     let steps = [
         // A lost reply: the network exists but we never saw its ID.

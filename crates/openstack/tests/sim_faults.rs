@@ -19,6 +19,7 @@ fn fault(method: &str, path_regex: &str, status: u16, count: u32, after_action: 
         count: Some(count),
         rate: None,
         after_action,
+        headers: Default::default(),
     }
 }
 
@@ -63,6 +64,68 @@ async fn rate_limited_backs_off_then_succeeds() {
     );
     assert_eq!(env.logged("GET", "/compute/v2.1/flavors"), 4);
     assert_eq!(env.metrics.errors("flavor_list"), 2);
+}
+
+/// A one-shot 429 on the flavor list carrying `Retry-After: <secs>`.
+fn rate_limit_with_retry_after(secs: u64) -> FaultSpec {
+    FaultSpec {
+        headers: [("Retry-After".to_string(), secs.to_string())].into(),
+        ..fault("GET", "/compute/v2.1/flavors/detail$", 429, 1, false)
+    }
+}
+
+#[tokio::test]
+async fn retry_after_within_ceiling_is_waited_for() {
+    let env = common::env().await;
+    let s = env.session("capo-sim");
+    list_flavors(&s).await.unwrap();
+    env.sim
+        .control()
+        .add_faults(vec![rate_limit_with_retry_after(1)])
+        .unwrap();
+    env.sim.control().clear_requests();
+    let started = tokio::time::Instant::now();
+    list_flavors(&s).await.unwrap();
+    let took = started.elapsed();
+    // The policy's own backoff here is 10-20 ms; only the server's hint explains a second.
+    // Lower bound only (slack for timer granularity): the 429's round trip adds to `took`.
+    assert!(took >= Duration::from_millis(950), "{took:?}");
+    let statuses: Vec<(u16, bool)> = env
+        .sim
+        .control()
+        .requests()
+        .iter()
+        .filter(|e| e.path.ends_with("/flavors/detail"))
+        .map(|e| (e.status, e.injected))
+        .collect();
+    assert_eq!(statuses, [(429, true), (200, false)]);
+}
+
+#[tokio::test]
+async fn retry_after_above_ceiling_goes_back_to_the_caller() {
+    let env = common::env().await;
+    let s = env.session("capo-sim");
+    list_flavors(&s).await.unwrap();
+    let ceiling = common::fast_config().retry.max_retry_after;
+    let hint = ceiling + Duration::from_secs(1);
+    env.sim
+        .control()
+        .add_faults(vec![rate_limit_with_retry_after(hint.as_secs())])
+        .unwrap();
+    env.sim.control().clear_requests();
+    let started = tokio::time::Instant::now();
+    let e = list_flavors(&s).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(
+        e.kind(),
+        Some(&ErrorKind::RateLimited {
+            retry_after: Some(hint)
+        }),
+        "{e}"
+    );
+    // Not slept on and not retried: one request, answered well before the hint.
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(env.logged("GET", "/compute/v2.1/flavors"), 1);
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -24,7 +24,10 @@ use crate::world::Delays;
 const LOG_CAPACITY: usize = 20_000;
 
 /// One fault-injection rule.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+///
+/// `Default` gives an inert rule (status 0, empty regex) that exists so literals can fill the
+/// fields they do not care about with `..Default::default()` and survive new optional fields.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FaultSpec {
     /// HTTP method to match (any when absent).
     #[serde(default)]
@@ -45,6 +48,10 @@ pub struct FaultSpec {
     /// Perform the action, then replace the reply (models a lost reply).
     #[serde(default)]
     pub after_action: bool,
+    /// Extra reply headers (e.g. `Retry-After`), set on the injected reply; they replace a
+    /// header of the same name. Names and values are validated when the rule is added.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// One logged request.
@@ -132,13 +139,32 @@ impl Runtime {
     }
 }
 
+/// A fault's headers as typed pairs; the error names the first invalid name or value.
+fn fault_headers(f: &FaultSpec) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    f.headers
+        .iter()
+        .map(|(k, v)| {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| format!("fault header name {k:?}: {e}"))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|e| format!("fault header {k:?} value: {e}"))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
 fn fault_reply(svc: Svc, f: &FaultSpec) -> Response {
     let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    match &f.body {
+    let mut resp = match &f.body {
         Some(Value::String(s)) => (status, s.clone()).into_response(),
         Some(v) => (status, axum::Json(v.clone())).into_response(),
         None => ApiError::new(svc, status, "SimulatedFault", "Injected fault").into_response(),
+    };
+    // Validated in `Control::add_faults`, so nothing is dropped here in practice.
+    for (name, value) in fault_headers(f).unwrap_or_default() {
+        resp.headers_mut().insert(name, value);
     }
+    resp
 }
 
 /// Middleware: latency, fault injection, request log and counters.
@@ -216,10 +242,11 @@ impl Control {
         self.shared.world.lock().delays.clone()
     }
 
-    /// Add fault rules. Fails on an invalid regex.
+    /// Add fault rules. Fails (adding none) on an invalid regex or header name/value.
     pub fn add_faults(&self, faults: Vec<FaultSpec>) -> Result<(), String> {
         let mut compiled = Vec::new();
         for f in faults {
+            fault_headers(&f)?;
             let re = regex::Regex::new(&f.path_regex).map_err(|e| e.to_string())?;
             compiled.push((f, re));
         }
@@ -480,8 +507,7 @@ mod tests {
             status: 500,
             body: None,
             count: Some(1),
-            rate: None,
-            after_action: false,
+            ..Default::default()
         };
         rt.faults.push((
             f,

@@ -189,6 +189,7 @@ async fn control_faults_latency_log_counters_and_reset() {
         count: Some(1),
         rate: None,
         after_action: false,
+        headers: Default::default(),
     }])
     .unwrap();
     let (st, e) = c.get("/network/v2.0/networks").await;
@@ -204,6 +205,7 @@ async fn control_faults_latency_log_counters_and_reset() {
         count: Some(1),
         rate: None,
         after_action: true,
+        headers: Default::default(),
     }])
     .unwrap();
     let (st, b) = c
@@ -359,4 +361,90 @@ async fn delays_merge_and_glance_sort() {
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
+}
+
+#[tokio::test]
+async fn fault_headers_over_http_and_typed() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let http = reqwest::Client::new();
+    let faults_url = format!("{}/_sim/faults", sim.base_url());
+    // JSON: `headers` is optional; a rule with headers sets them on the injected reply.
+    let r = http
+        .post(&faults_url)
+        .json(&json!([
+            {"method": "GET", "path_regex": "/compute/v2.1/flavors$", "status": 429, "count": 1,
+             "headers": {"Retry-After": "2"}},
+            {"method": "GET", "path_regex": "/network/v2.0/networks$", "status": 503, "count": 1}
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let listed: Value = http
+        .get(&faults_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed[0]["headers"], json!({"Retry-After": "2"}));
+    assert!(listed[1].get("headers").is_none(), "{listed}");
+    let get = |path: &str| {
+        http.get(format!("{}{path}", sim.base_url()))
+            .header("x-auth-token", &c.token)
+            .send()
+    };
+    let r = get("/compute/v2.1/flavors").await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers()["retry-after"], "2");
+    let r = get("/network/v2.0/networks").await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.headers().get("retry-after").is_none());
+    // Both one-shot rules are spent: normal replies, without the fault's header.
+    let r = get("/compute/v2.1/flavors").await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers().get("retry-after").is_none());
+    // An invalid header name is refused and arms nothing.
+    let r = http
+        .post(&faults_url)
+        .json(&json!({"path_regex": "x", "status": 500, "headers": {"bad name": "1"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(sim.control().faults().is_empty());
+    // Typed API, also on a lost reply (after_action): the header rides on the replaced reply.
+    sim.control()
+        .add_faults(vec![FaultSpec {
+            method: Some("POST".into()),
+            path_regex: "/networks$".into(),
+            status: 503,
+            count: Some(1),
+            after_action: true,
+            headers: [("Retry-After".to_string(), "5".to_string())].into(),
+            ..Default::default()
+        }])
+        .unwrap();
+    let r = http
+        .post(format!("{}/network/v2.0/networks", sim.base_url()))
+        .header("x-auth-token", &c.token)
+        .json(&json!({"network": {"name": "hdr"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers()["retry-after"], "5");
+    assert!(
+        r.headers().contains_key("x-openstack-request-id"),
+        "the usual headers stay"
+    );
+    let bad = FaultSpec {
+        path_regex: "x".into(),
+        status: 500,
+        headers: [("Retry-After".to_string(), "line\nbreak".to_string())].into(),
+        ..Default::default()
+    };
+    assert!(sim.control().add_faults(vec![bad]).is_err());
 }
