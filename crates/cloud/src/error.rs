@@ -51,6 +51,17 @@ pub enum Error {
         /// How many matched.
         count: usize,
     },
+    /// A Nova server went to ERROR (NoValidHost, quota, ...): retryable on a slow backoff once
+    /// the caller has deleted it, never terminal.
+    #[error("server {name:?} ({id}) is in ERROR: {fault}")]
+    InstanceFailed {
+        /// Server name.
+        name: String,
+        /// Server ID.
+        id: String,
+        /// Nova's fault message (empty fault → "no fault reported").
+        fault: String,
+    },
     /// The spec cannot be realised as written (a terminal error until the spec changes).
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
@@ -81,6 +92,17 @@ impl Error {
                         | ErrorKind::OutcomeUnknown
                 )
             ),
+            Error::InstanceFailed { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// True when a retry should wait long (minutes, not seconds): a server in ERROR or quota
+    /// exhaustion only clears when capacity is freed.
+    pub fn is_slow_retry(&self) -> bool {
+        match self {
+            Error::InstanceFailed { .. } => true,
+            Error::OpenStack { source, .. } => matches!(source.kind(), Some(ErrorKind::OverQuota)),
             _ => false,
         }
     }
@@ -104,6 +126,7 @@ impl Error {
             Error::NotFound { .. } => "not_found",
             Error::Ambiguous { .. } => "ambiguous",
             Error::InvalidSpec(_) => "invalid_spec",
+            Error::InstanceFailed { .. } => "instance_failed",
         }
     }
 }

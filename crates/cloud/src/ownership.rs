@@ -15,6 +15,14 @@
 /// (53 characters for a UUID, within Neutron's tag length limit).
 pub const OWNER_TAG_PREFIX: &str = "capo-cluster-uid=";
 
+/// Prefix of the tag that marks a port or trunk as made for one OpenStackServer:
+/// `capo-server-uid=<OpenStackServer UID>` (see [`crate::instance`]).
+pub const SERVER_OWNER_TAG_PREFIX: &str = "capo-server-uid=";
+
+/// Metadata key carrying the owning OpenStackServer's UID on Nova servers and Cinder volumes
+/// (Cinder volumes have no tags; Nova metadata exists at every microversion).
+pub const SERVER_OWNER_METADATA_KEY: &str = "capo-server-uid";
+
 /// The OpenStackCluster that owns (or will own) resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owner {

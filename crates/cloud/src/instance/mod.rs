@@ -1,0 +1,52 @@
+//! OpenStackServer services: resolve image/flavor/server group, then ports (+trunks), volumes
+//! and the Nova server, and delete them all again. Used by the machine and bastion controllers.
+//!
+//! Same guarantees as the cluster services (see the crate docs), with the owner being one
+//! OpenStackServer ([`ServerOwner`]):
+//! - ports and trunks carry the Neutron tag `capo-server-uid=<uid>`; servers and volumes carry
+//!   the metadata key `capo-server-uid` (Cinder volumes have no tags);
+//! - lookups go by recorded ID, else by deterministic name + ownership; an untagged resource
+//!   with our name is upstream's (or ours from before a crash) and is adopted; another
+//!   server's is never touched ([`crate::Error::ForeignResource`]);
+//! - nothing waits: a server in BUILD, a volume `creating`, a server still being deleted are
+//!   [`Outcome::NotReady`]; the caller records the ID and requeues;
+//! - a POST whose reply was lost (`OutcomeUnknown`) returns a retryable error, and the rerun
+//!   finds what it created by name + ownership instead of creating a second one.
+
+pub mod delete;
+pub mod owner;
+pub mod ports;
+pub mod resolve;
+pub mod server;
+pub mod volumes;
+
+pub use delete::{Recorded, delete_server_resources};
+pub use owner::ServerOwner;
+pub use ports::{EnsuredPort, ensure_port, ensure_ports, port_name};
+pub use resolve::{resolve_flavor, resolve_image, resolve_server_group};
+pub use server::{ServerRequest, ensure_server};
+pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};
+
+/// Result of a step that may have to wait for the cloud.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// Done; the value is usable.
+    Ready(T),
+    /// Exists (or is going away) but is not usable yet: requeue. `id` is what to record.
+    NotReady {
+        /// ID of the resource waited for (record it now).
+        id: String,
+        /// Why, for humans and conditions (e.g. `server BUILD`).
+        reason: String,
+    },
+}
+
+impl<T> Outcome<T> {
+    /// The value when ready.
+    pub fn ready(self) -> Option<T> {
+        match self {
+            Outcome::Ready(v) => Some(v),
+            Outcome::NotReady { .. } => None,
+        }
+    }
+}

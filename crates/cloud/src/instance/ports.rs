@@ -1,0 +1,249 @@
+//! Ports (and their trunks) of one server: `<server>-<nameSuffix|index>` on their network,
+//! tagged with the spec tags and the server's ownership tag.
+
+use capo_api::v1beta1::{BindingProfile, ResolvedPortSpec};
+use capo_openstack::Session;
+use capo_openstack::network::{
+    self as net, AddressPair, FixedIp, ListFilter, PORT, Port, PortCreate, TRUNK, Trunk,
+    TrunkCreate,
+};
+use serde_json::{Value, json};
+
+use super::owner::{ServerOwner, pick};
+use crate::error::{Context, Error, Result};
+use crate::networking::lookup::get_opt;
+use crate::ownership::Ownership;
+
+/// A port made (or adopted) for the server, and its trunk when one was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnsuredPort {
+    /// Port ID.
+    pub id: String,
+    /// Trunk ID (when `trunk: true`).
+    pub trunk_id: Option<String>,
+}
+
+/// Upstream's port name: `<server>-<nameSuffix>`, or `<server>-<index>` without a suffix.
+pub fn port_name(server: &str, name_suffix: Option<&str>, index: usize) -> String {
+    match name_suffix.filter(|s| !s.is_empty()) {
+        Some(sfx) => format!("{server}-{sfx}"),
+        None => format!("{server}-{index}"),
+    }
+}
+
+/// Ensure every port in order, calling `record` with each port's index right after it is
+/// ensured (so the caller can persist the ID before the next create). `recorded[i]` is the
+/// ID recorded for port `i` earlier, if any.
+pub async fn ensure_ports(
+    s: &Session,
+    owner: &ServerOwner,
+    specs: &[ResolvedPortSpec],
+    recorded: &[String],
+    mut record: impl FnMut(usize, &EnsuredPort),
+) -> Result<Vec<EnsuredPort>> {
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, spec) in specs.iter().enumerate() {
+        let p = ensure_port(s, owner, spec, recorded.get(i).map(String::as_str)).await?;
+        record(i, &p);
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// Ensure one port (by recorded ID, else name + network + ownership, else create), its tags and,
+/// when `spec.trunk`, its trunk. A lost create reply is healed on the rerun by the name lookup.
+pub async fn ensure_port(
+    s: &Session,
+    owner: &ServerOwner,
+    spec: &ResolvedPortSpec,
+    recorded: Option<&str>,
+) -> Result<EnsuredPort> {
+    let port = match find_port(s, owner, spec, recorded).await? {
+        Some(p) => p,
+        None => {
+            let body = port_body(spec)?;
+            tracing::info!(name = %spec.name, network = %spec.network_id, "creating port");
+            net::create::<Port>(s, PORT, &body)
+                .await
+                .ctx(|| format!("create port {}", spec.name))?
+        }
+    };
+    let tags = owner.desired_tags(&spec.tags);
+    ensure_tags(s, PORT, &port.id, &port.tags, &tags).await?;
+    let trunk_id = if spec.trunk == Some(true) {
+        Some(ensure_trunk(s, owner, &spec.name, &port.id, &tags).await?)
+    } else {
+        None
+    };
+    Ok(EnsuredPort {
+        id: port.id,
+        trunk_id,
+    })
+}
+
+async fn find_port(
+    s: &Session,
+    owner: &ServerOwner,
+    spec: &ResolvedPortSpec,
+    recorded: Option<&str>,
+) -> Result<Option<Port>> {
+    if let Some(id) = recorded.filter(|i| !i.is_empty())
+        && let Some(p) = get_opt::<Port>(s, PORT, id).await?
+    {
+        return pick(
+            "port",
+            &spec.name,
+            vec![p],
+            |p| &p.id,
+            |p| owner.classify_tags(&p.tags),
+        );
+    }
+    let filter = ListFilter::by_name(&spec.name).with("network_id", spec.network_id.clone());
+    let found: Vec<Port> = net::list(s, PORT, &filter)
+        .await
+        .ctx(|| format!("list ports {:?}", spec.name))?;
+    pick(
+        "port",
+        &spec.name,
+        found,
+        |p| &p.id,
+        |p| owner.classify_tags(&p.tags),
+    )
+}
+
+/// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
+fn port_body(spec: &ResolvedPortSpec) -> Result<Value> {
+    let no_security = spec.disable_port_security == Some(true);
+    let create = PortCreate {
+        name: spec.name.clone(),
+        network_id: spec.network_id.clone(),
+        description: Some(spec.description.clone()).filter(|d| !d.is_empty()),
+        fixed_ips: spec
+            .fixed_ips
+            .iter()
+            .map(|f| FixedIp {
+                subnet_id: f.subnet.clone(),
+                ip_address: f.ip_address.clone(),
+            })
+            .collect(),
+        // Port security off forbids groups; otherwise an empty list means Neutron's default.
+        security_groups: if no_security {
+            Some(Vec::new())
+        } else {
+            Some(spec.security_groups.clone()).filter(|g| !g.is_empty())
+        },
+        allowed_address_pairs: spec
+            .allowed_address_pairs
+            .iter()
+            .map(|a| AddressPair {
+                ip_address: a.ip_address.clone(),
+                mac_address: a.mac_address.clone(),
+            })
+            .collect(),
+        port_security_enabled: spec.disable_port_security.map(|d| !d),
+        admin_state_up: spec.admin_state_up,
+        mac_address: spec.mac_address.clone(),
+        vnic_type: spec.vnic_type.clone(),
+        host_id: spec.host_id.clone(),
+        profile: spec.profile.as_ref().and_then(binding_profile),
+        propagate_uplink_status: spec.propagate_uplink_status,
+        device_owner: None,
+    };
+    let mut port = serde_json::to_value(&create)
+        .map_err(|e| Error::InvalidSpec(format!("port {}: {e}", spec.name)))?;
+    for vs in &spec.value_specs {
+        // Upstream passes the value verbatim as JSON; a non-JSON value is sent as a string.
+        let v = serde_json::from_str(&vs.value).unwrap_or_else(|_| json!(vs.value));
+        port[vs.key.as_str()] = v;
+    }
+    Ok(port)
+}
+
+/// `binding:profile` of upstream's two switches (None when neither is set).
+fn binding_profile(p: &BindingProfile) -> Option<Value> {
+    let mut m = serde_json::Map::new();
+    if p.ovs_hw_offload == Some(true) {
+        m.insert("capabilities".into(), json!(["switchdev"]));
+    }
+    if p.trusted_vf == Some(true) {
+        m.insert("trusted".into(), json!(true));
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
+/// One `PUT .../tags` when a desired tag is missing (existing tags are kept).
+async fn ensure_tags(
+    s: &Session,
+    r: net::Resource,
+    id: &str,
+    current: &[String],
+    desired: &[String],
+) -> Result<()> {
+    if desired.iter().all(|t| current.contains(t)) {
+        return Ok(());
+    }
+    let mut all = current.to_vec();
+    all.extend(desired.iter().filter(|t| !current.contains(t)).cloned());
+    net::replace_tags(s, r, id, &all)
+        .await
+        .ctx(|| format!("tag {} {id}", r.singular))
+}
+
+/// The trunk named after the port, on the port.
+async fn ensure_trunk(
+    s: &Session,
+    owner: &ServerOwner,
+    name: &str,
+    port_id: &str,
+    tags: &[String],
+) -> Result<String> {
+    let filter = ListFilter::default().with("port_id", port_id);
+    let found: Vec<Trunk> = net::list(s, TRUNK, &filter)
+        .await
+        .ctx(|| format!("list trunks of port {port_id}"))?;
+    let trunk = match pick(
+        "trunk",
+        name,
+        found,
+        |t| &t.id,
+        |t| owner.classify_tags(&t.tags),
+    )? {
+        Some(t) => t,
+        None => {
+            let body = TrunkCreate {
+                name: name.to_owned(),
+                port_id: port_id.to_owned(),
+                description: None,
+            };
+            net::create::<Trunk>(s, TRUNK, &body)
+                .await
+                .ctx(|| format!("create trunk {name}"))?
+        }
+    };
+    if owner.classify_tags(&trunk.tags) != Ownership::Ours
+        || !tags.iter().all(|t| trunk.tags.contains(t))
+    {
+        ensure_tags(s, TRUNK, &trunk.id, &trunk.tags, tags).await?;
+    }
+    Ok(trunk.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_profile() {
+        assert_eq!(port_name("m", Some("data"), 1), "m-data");
+        assert_eq!(port_name("m", None, 0), "m-0");
+        let p = BindingProfile {
+            ovs_hw_offload: Some(true),
+            trusted_vf: Some(true),
+        };
+        assert_eq!(
+            binding_profile(&p),
+            Some(json!({"capabilities": ["switchdev"], "trusted": true}))
+        );
+        assert_eq!(binding_profile(&BindingProfile::default()), None);
+    }
+}

@@ -1,0 +1,114 @@
+//! Resolution of the server's references to IDs, before anything is created, so the caller
+//! can record them in `status.resolved` (and a later image deletion cannot block a delete).
+
+use capo_api::v1beta1::{ImageParam, ServerGroupParam};
+use capo_openstack::Session;
+use capo_openstack::compute::{self, Flavor};
+use capo_openstack::image::{self, ImageFilter};
+
+use crate::error::{Context, Error, Result};
+
+/// Image ID: `id` is checked with one GET; a filter (name and/or tags) must match exactly one
+/// image. An ORC `imageRef` is resolved by the controller (it reads a Kubernetes object).
+pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
+    if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
+        return match image::get_image(s, id).await {
+            Ok(img) => Ok(img.id),
+            Err(e) if e.is_not_found() => Err(Error::NotFound {
+                kind: "image",
+                selector: format!("id {id}"),
+            }),
+            Err(e) => Err(Error::api(format!("get image {id}"), e)),
+        };
+    }
+    let Some(f) = &p.filter else {
+        return Err(Error::InvalidSpec(
+            "image has neither id nor filter (imageRef is resolved by the controller)".into(),
+        ));
+    };
+    let filter = ImageFilter {
+        name: f.name.clone(),
+        tags: f.tags.clone(),
+        status: None,
+    };
+    let selector = format!("name {:?} tags {:?}", f.name, f.tags);
+    let mut found = image::list_images(s, &filter)
+        .await
+        .ctx(|| format!("list images {selector}"))?;
+    match found.len() {
+        0 => Err(Error::NotFound {
+            kind: "image",
+            selector,
+        }),
+        1 => Ok(found.remove(0).id),
+        count => Err(Error::Ambiguous {
+            kind: "image",
+            selector,
+            count,
+        }),
+    }
+}
+
+/// Flavor by ID (takes precedence, one GET) or by exact name (one list).
+pub async fn resolve_flavor(s: &Session, name: Option<&str>, id: Option<&str>) -> Result<Flavor> {
+    if let Some(id) = id.filter(|i| !i.is_empty()) {
+        return match compute::get_flavor(s, id).await {
+            Ok(f) => Ok(f),
+            Err(e) if e.is_not_found() => Err(Error::NotFound {
+                kind: "flavor",
+                selector: format!("id {id}"),
+            }),
+            Err(e) => Err(Error::api(format!("get flavor {id}"), e)),
+        };
+    }
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return Err(Error::InvalidSpec(
+            "neither flavor nor flavorID is set".into(),
+        ));
+    };
+    compute::find_flavor_by_name(s, name)
+        .await
+        .ctx(|| format!("list flavors for {name:?}"))?
+        .ok_or_else(|| Error::NotFound {
+            kind: "flavor",
+            selector: format!("name {name:?}"),
+        })
+}
+
+/// Server group ID: `id` checked with one GET, else the filter's name must match exactly one.
+pub async fn resolve_server_group(s: &Session, p: &ServerGroupParam) -> Result<String> {
+    if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
+        return match compute::get_server_group(s, id).await {
+            Ok(g) => Ok(g.id),
+            Err(e) if e.is_not_found() => Err(Error::NotFound {
+                kind: "server group",
+                selector: format!("id {id}"),
+            }),
+            Err(e) => Err(Error::api(format!("get server group {id}"), e)),
+        };
+    }
+    let Some(name) = p.filter.as_ref().and_then(|f| f.name.as_deref()) else {
+        return Err(Error::InvalidSpec(
+            "server group has neither id nor filter.name".into(),
+        ));
+    };
+    let selector = format!("name {name:?}");
+    let mut found: Vec<_> = compute::list_server_groups(s)
+        .await
+        .ctx(|| "list server groups".to_owned())?
+        .into_iter()
+        .filter(|g| g.name == name)
+        .collect();
+    match found.len() {
+        0 => Err(Error::NotFound {
+            kind: "server group",
+            selector,
+        }),
+        1 => Ok(found.remove(0).id),
+        count => Err(Error::Ambiguous {
+            kind: "server group",
+            selector,
+            count,
+        }),
+    }
+}

@@ -1,0 +1,236 @@
+//! The Nova server: adopt by recorded ID, else by exact name + ownership metadata, else create.
+
+use std::collections::BTreeMap;
+
+use capo_openstack::compute::{self, BlockDevice, Server, ServerCreate, UserData};
+use capo_openstack::{Session, TagFilter};
+
+use super::Outcome;
+use super::owner::{ServerOwner, pick};
+use super::volumes::{EnsuredVolume, ROOT_DEVICE};
+use crate::error::{Context, Error, Result};
+
+/// Everything the create needs, resolved. Debug never shows the user data (it is redacted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerRequest {
+    /// Flavor ID.
+    pub flavor_id: String,
+    /// Image ID (also used as the local root disk when there is no root volume).
+    pub image_id: Option<String>,
+    /// Port IDs, in spec order.
+    pub port_ids: Vec<String>,
+    /// Ensured volumes (the root volume has device `root`).
+    pub volumes: Vec<EnsuredVolume>,
+    /// Local (ephemeral) additional devices: (name, size GiB).
+    pub local_devices: Vec<(String, u32)>,
+    /// Bootstrap data.
+    pub user_data: Option<UserData>,
+    /// Key pair.
+    pub key_name: Option<String>,
+    /// Server metadata (the ownership entry is added).
+    pub metadata: BTreeMap<String, String>,
+    /// Extra server tags besides the owner's spec tags.
+    pub tags: Vec<String>,
+    /// Nova availability zone.
+    pub availability_zone: Option<String>,
+    /// Server group ID (scheduler hint `group`).
+    pub server_group_id: Option<String>,
+    /// Additional scheduler hints.
+    pub scheduler_hints: BTreeMap<String, serde_json::Value>,
+    /// Config drive.
+    pub config_drive: bool,
+}
+
+/// Ensure the server. ACTIVE → Ready(server); BUILD (or any other transitional state) →
+/// NotReady with its ID; ERROR → [`Error::InstanceFailed`] carrying Nova's fault (retryable on
+/// a slow backoff: the caller deletes the server and tries again). A lost create reply
+/// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
+/// twice.
+pub async fn ensure_server(
+    s: &Session,
+    owner: &ServerOwner,
+    req: &ServerRequest,
+    recorded: Option<&str>,
+) -> Result<Outcome<Server>> {
+    let server = match find_server(s, owner, recorded).await? {
+        Some(found) => found,
+        None => {
+            let spec = create_spec(owner, req);
+            tracing::info!(name = %owner.name, ports = spec.port_ids.len(), "creating server");
+            compute::create_server(s, &spec)
+                .await
+                .ctx(|| format!("create server {}", owner.name))?
+        }
+    };
+    classify_state(owner, server)
+}
+
+fn classify_state(owner: &ServerOwner, server: Server) -> Result<Outcome<Server>> {
+    match server.status.as_str() {
+        "ACTIVE" => Ok(Outcome::Ready(server)),
+        "ERROR" => Err(Error::InstanceFailed {
+            name: owner.name.clone(),
+            id: server.id,
+            fault: server
+                .fault
+                .map(|f| f.message.trim().to_owned())
+                .filter(|m| !m.is_empty())
+                .unwrap_or_else(|| "no fault reported".into()),
+        }),
+        // The create reply carries no status yet; BUILD, REBUILD, ... are all transitional.
+        other => Ok(Outcome::NotReady {
+            reason: format!(
+                "server {} is {}",
+                owner.name,
+                if other.is_empty() { "BUILD" } else { other }
+            ),
+            id: server.id,
+        }),
+    }
+}
+
+/// The recorded server if it still exists, else the only server with our exact name that is
+/// ours (or unmarked: adopted). More than one → an error naming their IDs.
+pub(crate) async fn find_server(
+    s: &Session,
+    owner: &ServerOwner,
+    recorded: Option<&str>,
+) -> Result<Option<Server>> {
+    let class = |v: &Server| owner.classify_metadata(&v.metadata);
+    if let Some(id) = recorded.filter(|i| !i.is_empty()) {
+        match compute::get_server(s, id).await {
+            Ok(v) => return pick("server", &owner.name, vec![v], |v| &v.id, class),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(Error::api(format!("get server {id}"), e)),
+        }
+    }
+    // Nova's name filter is a regex: escape the name and anchor it.
+    let re = format!("^{}$", escape_regex(&owner.name));
+    let found: Vec<Server> = compute::list_servers(s, Some(&re), &TagFilter::default())
+        .await
+        .ctx(|| format!("list servers {:?}", owner.name))?
+        .into_iter()
+        .filter(|v| v.name == owner.name && v.status != "DELETED")
+        .collect();
+    pick("server", &owner.name, found, |v| &v.id, class)
+}
+
+fn escape_regex(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+/// The create request: ownership in metadata, tags, and block_device_mapping_v2 (root volume
+/// at boot index 0, or the image as a local root disk when other devices are mapped).
+pub(crate) fn create_spec(owner: &ServerOwner, req: &ServerRequest) -> ServerCreate {
+    let mut metadata = req.metadata.clone();
+    metadata.extend(owner.metadata());
+    let root = req.volumes.iter().find(|v| v.device == ROOT_DEVICE);
+    let mut bdm = Vec::new();
+    match root {
+        Some(r) => bdm.push(volume_device(&r.id, 0)),
+        None if !req.volumes.is_empty() || !req.local_devices.is_empty() => {
+            bdm.push(BlockDevice {
+                source_type: "image".into(),
+                destination_type: "local".into(),
+                uuid: req.image_id.clone(),
+                boot_index: 0,
+                delete_on_termination: true,
+                volume_size: None,
+                tag: None,
+            });
+        }
+        None => {}
+    }
+    for v in req.volumes.iter().filter(|v| v.device != ROOT_DEVICE) {
+        bdm.push(volume_device(&v.id, -1));
+    }
+    for (name, size) in &req.local_devices {
+        bdm.push(BlockDevice {
+            source_type: "blank".into(),
+            destination_type: "local".into(),
+            uuid: None,
+            boot_index: -1,
+            delete_on_termination: true,
+            volume_size: Some(*size),
+            tag: Some(name.clone()),
+        });
+    }
+    let mut hints = req.scheduler_hints.clone();
+    if let Some(g) = &req.server_group_id {
+        hints.insert("group".into(), serde_json::json!(g));
+    }
+    ServerCreate {
+        name: owner.name.clone(),
+        flavor_id: req.flavor_id.clone(),
+        image_id: if root.is_some() {
+            None
+        } else {
+            req.image_id.clone()
+        },
+        port_ids: req.port_ids.clone(),
+        key_name: req.key_name.clone().filter(|k| !k.is_empty()),
+        availability_zone: req.availability_zone.clone(),
+        user_data: req.user_data.clone(),
+        config_drive: req.config_drive,
+        metadata,
+        tags: owner.desired_tags(&req.tags),
+        block_devices: bdm,
+        scheduler_hints: hints,
+        multiattach: req.volumes.iter().any(|v| v.multiattach),
+    }
+}
+
+/// A pre-created volume; we delete volumes ourselves, so Nova must not.
+fn volume_device(id: &str, boot_index: i32) -> BlockDevice {
+    BlockDevice {
+        source_type: "volume".into(),
+        destination_type: "volume".into(),
+        uuid: Some(id.to_owned()),
+        boot_index,
+        delete_on_termination: false,
+        volume_size: None,
+        tag: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regex_escaping() {
+        assert_eq!(escape_regex("a.b-c"), "a\\.b-c");
+    }
+
+    #[test]
+    fn boot_from_volume_mapping() {
+        let owner = ServerOwner {
+            uid: "u".into(),
+            name: "m".into(),
+            spec_tags: vec![],
+        };
+        let vol = |d: &str| EnsuredVolume {
+            device: d.into(),
+            id: format!("v-{d}"),
+            multiattach: false,
+        };
+        let req = ServerRequest {
+            image_id: Some("img".into()),
+            volumes: vec![vol("root"), vol("data")],
+            local_devices: vec![("eph".into(), 1)],
+            user_data: Some(UserData::new("secret-bootstrap")),
+            ..Default::default()
+        };
+        let spec = create_spec(&owner, &req);
+        assert_eq!(spec.image_id, None);
+        let idx: Vec<i32> = spec.block_devices.iter().map(|b| b.boot_index).collect();
+        assert_eq!(idx, [0, -1, -1]);
+        assert_eq!(spec.metadata["capo-server-uid"], "u");
+        assert!(!format!("{req:?}").contains("secret-bootstrap"));
+    }
+}

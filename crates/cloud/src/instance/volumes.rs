@@ -1,0 +1,182 @@
+//! Cinder volumes of one server: the root volume `<server>-root` and every additional block
+//! device of storage type `Volume` as `<server>-<name>`. Ownership is the metadata entry
+//! `capo-server-uid=<uid>` (Cinder has no tags); an unmarked volume with our name is adopted.
+
+use std::collections::BTreeMap;
+
+use capo_api::v1beta1::{
+    AdditionalBlockDevice, RootVolume, VolumeAZSource, VolumeAvailabilityZone,
+};
+use capo_openstack::Session;
+use capo_openstack::blockstorage::{self as bs, Volume, VolumeCreate};
+
+use super::Outcome;
+use super::owner::{ServerOwner, pick};
+use crate::error::{Context, Error, Result};
+
+/// A volume to ensure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSpec {
+    /// Volume name (`<server>-root`, `<server>-<device>`).
+    pub name: String,
+    /// Device name in the spec (`root` for the root volume).
+    pub device: String,
+    /// Size in GiB.
+    pub size_gib: u64,
+    /// Cinder volume type.
+    pub volume_type: Option<String>,
+    /// Cinder availability zone.
+    pub availability_zone: Option<String>,
+    /// Image to copy (root volume only).
+    pub image_id: Option<String>,
+}
+
+/// A volume that exists and is usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnsuredVolume {
+    /// Device name in the spec (`root` for the root volume).
+    pub device: String,
+    /// Volume ID.
+    pub id: String,
+    /// Multiattach volume (the server create then needs microversion 2.60).
+    pub multiattach: bool,
+}
+
+/// Device name of the root volume.
+pub const ROOT_DEVICE: &str = "root";
+
+/// The volumes to make, root first. `machine_az` is the server's AZ, used when a volume's AZ
+/// comes `from: Machine` or is not given (upstream's rule).
+pub fn plan_volumes(
+    server: &str,
+    root: Option<&RootVolume>,
+    image_id: Option<&str>,
+    additional: &[AdditionalBlockDevice],
+    machine_az: Option<&str>,
+) -> Vec<VolumeSpec> {
+    let az = |v: Option<&VolumeAvailabilityZone>| match v {
+        Some(VolumeAvailabilityZone {
+            from: Some(VolumeAZSource::Name) | None,
+            name: Some(n),
+        }) => Some(n.clone()),
+        _ => machine_az.map(str::to_owned),
+    };
+    let mut out = Vec::new();
+    if let Some(r) = root.filter(|r| r.size_gib > 0) {
+        out.push(VolumeSpec {
+            name: format!("{server}-{ROOT_DEVICE}"),
+            device: ROOT_DEVICE.to_owned(),
+            size_gib: u64::try_from(r.size_gib).unwrap_or(0),
+            volume_type: r.r#type.clone(),
+            availability_zone: az(r.availability_zone.as_ref()),
+            image_id: image_id.map(str::to_owned),
+        });
+    }
+    for d in additional.iter().filter(|d| d.storage.r#type == "Volume") {
+        let vol = d.storage.volume.as_ref();
+        out.push(VolumeSpec {
+            name: format!("{server}-{}", d.name),
+            device: d.name.clone(),
+            size_gib: u64::try_from(d.size_gib).unwrap_or(0),
+            volume_type: vol.and_then(|v| v.r#type.clone()),
+            availability_zone: az(vol.and_then(|v| v.availability_zone.as_ref())),
+            image_id: None,
+        });
+    }
+    out
+}
+
+/// Ensure every volume, creating all missing ones before reporting any wait (so they become
+/// available in parallel). `recorded` maps device → ID; `record` is called with each ID as
+/// soon as it is known. NotReady while any is still `creating`.
+pub async fn ensure_volumes(
+    s: &Session,
+    owner: &ServerOwner,
+    specs: &[VolumeSpec],
+    recorded: &BTreeMap<String, String>,
+    mut record: impl FnMut(&str, &str),
+) -> Result<Outcome<Vec<EnsuredVolume>>> {
+    let mut ready = Vec::with_capacity(specs.len());
+    let mut waiting = None;
+    for spec in specs {
+        let rec = recorded.get(&spec.device).map(String::as_str);
+        match ensure_volume(s, owner, spec, rec).await? {
+            Outcome::Ready(v) => {
+                record(&v.device, &v.id);
+                ready.push(v);
+            }
+            Outcome::NotReady { id, reason } => {
+                record(&spec.device, &id);
+                waiting.get_or_insert(Outcome::NotReady { id, reason });
+            }
+        }
+    }
+    Ok(waiting.unwrap_or(Outcome::Ready(ready)))
+}
+
+/// Ensure one volume: by recorded ID, else by name + ownership, else create (metadata marks it
+/// ours). `creating`/`downloading` → NotReady; `error` → an error naming the volume.
+pub async fn ensure_volume(
+    s: &Session,
+    owner: &ServerOwner,
+    spec: &VolumeSpec,
+    recorded: Option<&str>,
+) -> Result<Outcome<EnsuredVolume>> {
+    let vol = match find_volume(s, owner, &spec.name, recorded).await? {
+        Some(v) => v,
+        None => {
+            let create = VolumeCreate {
+                name: spec.name.clone(),
+                size: spec.size_gib,
+                description: Some(format!("Created by capo for server {}", owner.name)),
+                volume_type: spec.volume_type.clone(),
+                availability_zone: spec.availability_zone.clone(),
+                image_ref: spec.image_id.clone(),
+                metadata: owner.metadata(),
+            };
+            tracing::info!(name = %spec.name, size = spec.size_gib, "creating volume");
+            bs::create_volume(s, &create)
+                .await
+                .ctx(|| format!("create volume {}", spec.name))?
+        }
+    };
+    match vol.status.as_str() {
+        "available" | "in-use" => Ok(Outcome::Ready(EnsuredVolume {
+            device: spec.device.clone(),
+            id: vol.id,
+            multiattach: vol.multiattach,
+        })),
+        "error" => Err(Error::InvalidSpec(format!(
+            "volume {} ({}) is in status error; delete it to retry",
+            spec.name, vol.id
+        ))),
+        other => Ok(Outcome::NotReady {
+            reason: format!("volume {} is {other}", spec.name),
+            id: vol.id,
+        }),
+    }
+}
+
+/// The volume recorded (if it still exists), else the one with our name (ours or adoptable).
+pub(crate) async fn find_volume(
+    s: &Session,
+    owner: &ServerOwner,
+    name: &str,
+    recorded: Option<&str>,
+) -> Result<Option<Volume>> {
+    let class = |v: &Volume| owner.classify_metadata(&v.metadata);
+    if let Some(id) = recorded.filter(|i| !i.is_empty()) {
+        match bs::get_volume(s, id).await {
+            Ok(v) => return pick("volume", name, vec![v], |v| &v.id, class),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(Error::api(format!("get volume {id}"), e)),
+        }
+    }
+    let found: Vec<Volume> = bs::list_volumes(s, Some(name))
+        .await
+        .ctx(|| format!("list volumes {name:?}"))?
+        .into_iter()
+        .filter(|v| v.name.as_deref() == Some(name))
+        .collect();
+    pick("volume", name, found, |v| &v.id, class)
+}

@@ -1,0 +1,56 @@
+//! The API server load balancer (Octavia) and its floating IP.
+//!
+//! - [`balancer`]: the load balancer itself (`k8s-clusterapi-cluster-<ns>-<name>-kubeapi`),
+//!   found by recorded ID, then by name + ownership tag (untagged = adopted, foreign = refused),
+//!   and its cascade delete.
+//! - [`children`]: one listener, pool and TCP health monitor per API port, reached only through
+//!   this load balancer's own references (never a project-wide name lookup, which is where
+//!   upstream picks up another cluster's listener of the same name).
+//! - [`cidrs`]: the listeners' `allowed_cidrs` (IPv6 kept).
+//! - [`members`]: pool members per (port, machine), for the machine controller.
+//! - [`floating_ip`]: the API floating IP, allocated (and reported for status) before it is
+//!   associated in a separate step, so a crash in between never allocates a second one.
+//!
+//! Nothing here waits: Octavia accepts one change at a time per load balancer and answers 409
+//! while it is `PENDING_*`, so every function makes at most one Octavia write and returns
+//! [`Progress::NotReady`]; the caller requeues and calls again.
+
+pub mod balancer;
+pub mod children;
+pub mod cidrs;
+pub mod floating_ip;
+pub mod members;
+
+pub use balancer::{ApiLoadBalancer, LbInputs, delete_api_load_balancer, ensure_api_load_balancer};
+pub use floating_ip::{
+    ApiFloatingIp, associate_api_floating_ip, delete_api_floating_ip, ensure_api_floating_ip,
+};
+pub use members::{delete_member, ensure_member};
+
+/// Whether a step has converged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Everything is as desired.
+    Ready,
+    /// A change is under way (or the load balancer is busy); call again after a requeue.
+    NotReady(String),
+    /// The load balancer is in provisioning status `ERROR`; only the operator (or a delete)
+    /// can fix it. Carries the status text for the condition message.
+    Failed(String),
+}
+
+impl Progress {
+    /// True when converged.
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Progress::Ready)
+    }
+}
+
+/// Octavia provisioning status → progress (`ACTIVE` is ready).
+pub(crate) fn progress_of(what: &str, status: &str) -> Progress {
+    match status {
+        "ACTIVE" => Progress::Ready,
+        "ERROR" => Progress::Failed(format!("{what} is in provisioning status ERROR")),
+        other => Progress::NotReady(format!("{what} is {other}")),
+    }
+}

@@ -1,0 +1,248 @@
+//! Listeners, pools and health monitors of the API load balancer, one of each per port.
+//!
+//! They are reached only through the load balancer's own references (listener IDs in the LB
+//! body, the listener's `default_pool_id`, the pool's `healthmonitor_id`), so a listener of
+//! another load balancer that happens to carry the same name is never picked up (upstream looks
+//! listeners up project-wide by name). The API keeps no child IDs in status; this walk costs one
+//! GET per object and makes a crash after any create harmless: the new child is found the
+//! same way on the next call.
+
+use capo_api::v1beta1::APIServerLoadBalancer;
+use capo_openstack::Session;
+use capo_openstack::loadbalancer::{
+    self as lbaas, HEALTH_MONITOR, HealthMonitor, HealthMonitorCreate, LISTENER, Listener,
+    ListenerCreate, POOL, Pool, PoolCreate,
+};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::error::{Context, Error, Result};
+use crate::loadbalancer::balancer::LbWithRefs;
+use crate::loadbalancer::cidrs::{CidrSources, allowed_cidrs, same_set};
+use crate::loadbalancer::{Progress, progress_of};
+
+/// Monitor defaults when `spec.apiServerLoadBalancer.monitor` leaves a field out (upstream's).
+const MONITOR_DEFAULTS: MonitorSettings = MonitorSettings {
+    delay: 10,
+    timeout: 5,
+    max_retries: 5,
+    max_retries_down: 3,
+};
+
+/// TCP health monitor settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorSettings {
+    /// Seconds between probes.
+    pub delay: u32,
+    /// Seconds a probe may take.
+    pub timeout: u32,
+    /// Successes before a member is up.
+    pub max_retries: u32,
+    /// Failures before a member is down.
+    pub max_retries_down: u32,
+}
+
+/// The monitor settings the spec asks for (defaults for missing or negative fields).
+pub fn monitor_settings(spec: &APIServerLoadBalancer) -> MonitorSettings {
+    let m = spec.monitor.clone().unwrap_or_default();
+    let pick = |v: Option<i32>, d: u32| v.and_then(|v| u32::try_from(v).ok()).unwrap_or(d);
+    MonitorSettings {
+        delay: pick(m.delay, MONITOR_DEFAULTS.delay),
+        timeout: pick(m.timeout, MONITOR_DEFAULTS.timeout),
+        max_retries: pick(m.max_retries, MONITOR_DEFAULTS.max_retries),
+        max_retries_down: pick(m.max_retries_down, MONITOR_DEFAULTS.max_retries_down),
+    }
+}
+
+/// The API ports: `apiServerPort` (6443) first, then `additionalPorts`, without duplicates.
+pub fn api_ports(api_port: i32, spec: &APIServerLoadBalancer) -> Vec<i32> {
+    let mut out = vec![api_port];
+    for p in &spec.additional_ports {
+        if !out.contains(p) {
+            out.push(*p);
+        }
+    }
+    out
+}
+
+/// Inputs of [`ensure_children`].
+pub(crate) struct ChildInputs<'a> {
+    pub lb: &'a LbWithRefs,
+    pub lb_spec: &'a APIServerLoadBalancer,
+    pub api_port: i32,
+    pub sources: CidrSources<'a>,
+    /// Octavia ≥ 2.12 (listener `allowed_cidrs`).
+    pub vip_acl: bool,
+}
+
+/// GET by ID; 404 (or an object already DELETED) is `None`.
+pub(crate) async fn get_opt<T: DeserializeOwned>(
+    s: &Session,
+    r: lbaas::Resource,
+    id: &str,
+) -> Result<Option<T>> {
+    match lbaas::get(s, r, id).await {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(Error::api(format!("get {} {id}", r.singular), e)),
+    }
+}
+
+/// The load balancer's listeners (one GET each).
+pub(crate) async fn listeners_of(s: &Session, lb: &LbWithRefs) -> Result<Vec<Listener>> {
+    let mut out = Vec::with_capacity(lb.listeners.len());
+    for r in &lb.listeners {
+        if let Some(l) = get_opt::<Listener>(s, LISTENER, &r.id).await? {
+            out.push(l);
+        }
+    }
+    Ok(out)
+}
+
+/// Ensure one listener + pool + monitor per API port; stops at the first write (Octavia
+/// locks the load balancer until it has applied it).
+pub(crate) async fn ensure_children(s: &Session, c: ChildInputs<'_>) -> Result<Progress> {
+    let listeners = listeners_of(s, c.lb).await?;
+    let ovn = c.lb.lb.provider.as_deref() == Some("ovn");
+    // allowed_cidrs needs Octavia 2.12 and is not implemented by the ovn provider.
+    let acl = c.vip_acl && !ovn;
+    let cidrs = if acl {
+        allowed_cidrs(&c.lb_spec.allowed_cidrs, &c.sources)
+    } else {
+        Vec::new()
+    };
+    let monitor = monitor_settings(c.lb_spec);
+    for port in api_ports(c.api_port, c.lb_spec) {
+        let name = capo_api::names::lb_listener_name(&c.lb.lb.name, port);
+        let proto_port = u16::try_from(port)
+            .map_err(|_| Error::InvalidSpec(format!("API port {port} out of range")))?;
+        let want = Want {
+            lb_id: &c.lb.lb.id,
+            name: &name,
+            port: proto_port,
+            cidrs: acl.then_some(cidrs.as_slice()),
+            algorithm: if ovn { "SOURCE_IP_PORT" } else { "ROUND_ROBIN" },
+            monitor,
+        };
+        let found = listeners
+            .iter()
+            .find(|l| l.name == name)
+            .or_else(|| listeners.iter().find(|l| l.protocol_port == proto_port));
+        let step = match found {
+            None => create_listener(s, &want).await?,
+            Some(l) => ensure_port(s, &want, l).await?,
+        };
+        if !step.is_ready() {
+            return Ok(step);
+        }
+    }
+    Ok(Progress::Ready)
+}
+
+/// What one port should look like.
+struct Want<'a> {
+    lb_id: &'a str,
+    name: &'a str,
+    port: u16,
+    /// `None`: allowed_cidrs unsupported, leave them alone.
+    cidrs: Option<&'a [String]>,
+    algorithm: &'static str,
+    monitor: MonitorSettings,
+}
+
+async fn create_listener(s: &Session, w: &Want<'_>) -> Result<Progress> {
+    let body = ListenerCreate {
+        name: w.name.to_owned(),
+        protocol: "TCP".into(),
+        protocol_port: w.port,
+        loadbalancer_id: w.lb_id.to_owned(),
+        allowed_cidrs: w.cidrs.map(<[String]>::to_vec).unwrap_or_default(),
+    };
+    let _: Listener = lbaas::create(s, LISTENER, &body)
+        .await
+        .ctx(|| format!("create listener {}", w.name))?;
+    Ok(Progress::NotReady(format!("listener {} created", w.name)))
+}
+
+async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress> {
+    let p = progress_of(&format!("listener {}", l.id), &l.provisioning_status);
+    if !p.is_ready() {
+        return Ok(p);
+    }
+    if let Some(cidrs) = w.cidrs
+        && !same_set(l.allowed_cidrs.as_deref().unwrap_or_default(), cidrs)
+    {
+        // null resets to "allow all"; an empty list is not accepted by every Octavia.
+        let value = if cidrs.is_empty() {
+            json!(null)
+        } else {
+            json!(cidrs)
+        };
+        let _: Listener = lbaas::update(s, LISTENER, &l.id, json!({"allowed_cidrs": value}))
+            .await
+            .ctx(|| format!("update allowed_cidrs of listener {}", l.id))?;
+        return Ok(Progress::NotReady(format!("listener {} updated", l.id)));
+    }
+    let pool = match l.default_pool_id.as_deref() {
+        Some(id) => get_opt::<Pool>(s, POOL, id).await?,
+        None => None,
+    };
+    let Some(pool) = pool else {
+        let body = PoolCreate {
+            name: w.name.to_owned(),
+            protocol: "TCP".into(),
+            lb_algorithm: w.algorithm.into(),
+            listener_id: l.id.clone(),
+        };
+        let _: Pool = lbaas::create(s, POOL, &body)
+            .await
+            .ctx(|| format!("create pool {}", w.name))?;
+        return Ok(Progress::NotReady(format!("pool {} created", w.name)));
+    };
+    let p = progress_of(&format!("pool {}", pool.id), &pool.provisioning_status);
+    if !p.is_ready() {
+        return Ok(p);
+    }
+    ensure_monitor(s, w, &pool).await
+}
+
+async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progress> {
+    let hm = match pool.healthmonitor_id.as_deref() {
+        Some(id) => get_opt::<HealthMonitor>(s, HEALTH_MONITOR, id).await?,
+        None => None,
+    };
+    let m = w.monitor;
+    let Some(hm) = hm else {
+        let body = HealthMonitorCreate {
+            name: w.name.to_owned(),
+            pool_id: pool.id.clone(),
+            monitor_type: "TCP".into(),
+            delay: m.delay,
+            timeout: m.timeout,
+            max_retries: m.max_retries,
+            max_retries_down: m.max_retries_down,
+        };
+        let _: HealthMonitor = lbaas::create(s, HEALTH_MONITOR, &body)
+            .await
+            .ctx(|| format!("create healthmonitor {}", w.name))?;
+        return Ok(Progress::NotReady(format!("monitor {} created", w.name)));
+    };
+    let current = MonitorSettings {
+        delay: hm.delay,
+        timeout: hm.timeout,
+        max_retries: hm.max_retries,
+        max_retries_down: hm.max_retries_down,
+    };
+    if current != m {
+        let changes = json!({"delay": m.delay, "timeout": m.timeout,
+            "max_retries": m.max_retries, "max_retries_down": m.max_retries_down});
+        let _: HealthMonitor = lbaas::update(s, HEALTH_MONITOR, &hm.id, changes)
+            .await
+            .ctx(|| format!("update healthmonitor {}", hm.id))?;
+        return Ok(Progress::NotReady(format!("monitor {} updated", hm.id)));
+    }
+    Ok(progress_of(
+        &format!("monitor {}", hm.id),
+        &hm.provisioning_status,
+    ))
+}

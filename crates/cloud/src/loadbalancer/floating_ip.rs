@@ -1,0 +1,165 @@
+//! The API server floating IP (on the load balancer's VIP port).
+//!
+//! Two steps, so a crash never allocates twice: [`ensure_api_floating_ip`] finds or allocates
+//! the floating IP and returns it for the caller to record in status, then
+//! [`associate_api_floating_ip`] points it at the VIP port. Floating IPs this cluster allocated
+//! carry a description naming the OpenStackCluster (UID included) plus the ownership tag; the
+//! description is set in the create itself, so even an allocation whose reply was lost is found
+//! again. Only those are ever deleted: a `spec.apiServerFloatingIP` is the user's.
+
+use capo_api::v1beta1::OpenStackClusterSpec;
+use capo_openstack::Session;
+use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, FloatingIpCreate, ListFilter};
+
+use crate::error::{Context, Error, Result};
+use crate::networking::lookup::delete_opt;
+use crate::ownership::Owner;
+
+/// The API floating IP as found or allocated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiFloatingIp {
+    /// Neutron ID.
+    pub id: String,
+    /// Address (`status.apiServerLoadBalancer.ip`, the control-plane endpoint host).
+    pub ip: String,
+    /// Port it is associated with, if any.
+    pub port_id: Option<String>,
+    /// Allocated by this cluster (deleted with it); false for a user-provided address.
+    pub ours: bool,
+}
+
+/// Description that marks a floating IP as allocated by this cluster for its API server.
+pub fn ours_description(owner: &Owner) -> String {
+    format!(
+        "capo API server floating IP of OpenStackCluster {}/{} ({})",
+        owner.namespace, owner.name, owner.uid
+    )
+}
+
+fn wrap(owner: &Owner, spec: &OpenStackClusterSpec, f: FloatingIp) -> ApiFloatingIp {
+    let user = spec.api_server_floating_ip.as_deref() == Some(f.floating_ip_address.as_str());
+    ApiFloatingIp {
+        ours: !user && f.description == ours_description(owner),
+        id: f.id,
+        ip: f.floating_ip_address,
+        port_id: f.port_id,
+    }
+}
+
+async fn list_fips(s: &Session, filter: ListFilter) -> Result<Vec<FloatingIp>> {
+    let what = format!("list floating IPs {filter:?}");
+    net::list(s, FLOATING_IP, &filter).await.ctx(|| what)
+}
+
+/// Find or allocate the API floating IP on `external_network_id`. Preference: the address in
+/// `spec.apiServerFloatingIP` (allocated with that address when absent), the address recorded in
+/// status, a floating IP already on the VIP port, one this cluster allocated before, else a new one.
+pub async fn ensure_api_floating_ip(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    external_network_id: &str,
+    vip_port_id: &str,
+    recorded_ip: Option<&str>,
+) -> Result<ApiFloatingIp> {
+    let wanted = spec
+        .api_server_floating_ip
+        .as_deref()
+        .filter(|a| !a.is_empty());
+    if let Some(addr) = wanted.or(recorded_ip.filter(|a| !a.is_empty())) {
+        let f = ListFilter::default().with("floating_ip_address", addr);
+        if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            return Ok(wrap(owner, spec, fip));
+        }
+    }
+    if !vip_port_id.is_empty() {
+        let f = ListFilter::default().with("port_id", vip_port_id);
+        if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            return Ok(wrap(owner, spec, fip));
+        }
+    }
+    let desc = ours_description(owner);
+    if wanted.is_none() {
+        let f = ListFilter {
+            description: Some(desc.clone()),
+            ..Default::default()
+        };
+        if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            return Ok(wrap(owner, spec, fip));
+        }
+    }
+    let body = FloatingIpCreate {
+        floating_network_id: external_network_id.to_owned(),
+        floating_ip_address: wanted.map(str::to_owned),
+        // A user-requested address is the user's: it is not marked as ours, never deleted.
+        description: Some(if wanted.is_some() {
+            format!(
+                "API server floating IP requested by OpenStackCluster {}/{}",
+                owner.namespace, owner.name
+            )
+        } else {
+            desc
+        }),
+        ..Default::default()
+    };
+    let fip: FloatingIp = net::create(s, FLOATING_IP, &body)
+        .await
+        .ctx(|| "allocate API server floating IP".into())?;
+    if wanted.is_none() {
+        net::replace_tags(s, FLOATING_IP, &fip.id, &owner.desired_tags())
+            .await
+            .ctx(|| format!("tag floating IP {}", fip.id))?;
+    }
+    Ok(wrap(owner, spec, fip))
+}
+
+/// Associate the floating IP with the VIP port (no request when it already is).
+pub async fn associate_api_floating_ip(
+    s: &Session,
+    fip: &ApiFloatingIp,
+    vip_port_id: &str,
+) -> Result<()> {
+    if fip.port_id.as_deref() == Some(vip_port_id) {
+        return Ok(());
+    }
+    let req = net::set_floating_ip_port_request(&fip.id, Some(vip_port_id), None);
+    let _: FloatingIp = s
+        .fetch(&req, "floatingip")
+        .await
+        .ctx(|| format!("associate floating IP {} with port {vip_port_id}", fip.id))?;
+    Ok(())
+}
+
+/// Disassociate and delete every API floating IP this cluster allocated; a user-provided
+/// address is never touched. Absent is success.
+pub async fn delete_api_floating_ip(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+) -> Result<()> {
+    let f = ListFilter {
+        description: Some(ours_description(owner)),
+        ..Default::default()
+    };
+    for fip in list_fips(s, f).await? {
+        let fip = wrap(owner, spec, fip);
+        if !fip.ours {
+            continue;
+        }
+        if fip.port_id.is_some() {
+            let req = net::set_floating_ip_port_request(&fip.id, None, None);
+            match s.fetch::<FloatingIp>(&req, "floatingip").await {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    return Err(Error::api(
+                        format!("disassociate floating IP {}", fip.id),
+                        e,
+                    ));
+                }
+            }
+        }
+        delete_opt(s, FLOATING_IP, &fip.id).await?;
+    }
+    Ok(())
+}

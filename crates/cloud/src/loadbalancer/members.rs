@@ -1,0 +1,128 @@
+//! Pool members of the API load balancer: one per (API port, control-plane machine), named
+//! `<lb>-<port>-<machine>`, for the machine controller. Pools are reached through the load
+//! balancer's own listeners, never by a project-wide name lookup.
+
+use capo_openstack::Session;
+use capo_openstack::loadbalancer::{self as lbaas, LOAD_BALANCER, MemberCreate, POOL, Pool};
+
+use crate::error::{Context, Error, Result};
+use crate::loadbalancer::balancer::LbWithRefs;
+use crate::loadbalancer::children::{get_opt, listeners_of};
+use crate::loadbalancer::{Progress, progress_of};
+
+/// Where a member goes: the load balancer and the API ports (see
+/// [`crate::loadbalancer::children::api_ports`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MemberTarget<'a> {
+    /// Octavia ID of the API load balancer (from status).
+    pub lb_id: &'a str,
+    /// API ports.
+    pub ports: &'a [i32],
+    /// Machine name.
+    pub machine: &'a str,
+}
+
+/// The load balancer when it is ACTIVE (members can only change then).
+async fn active_lb(s: &Session, lb_id: &str) -> Result<Result<LbWithRefs, Progress>> {
+    let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, lb_id).await? else {
+        return Ok(Err(Progress::NotReady(format!(
+            "load balancer {lb_id} not found"
+        ))));
+    };
+    match progress_of(
+        &format!("load balancer {lb_id}"),
+        &lb.lb.provisioning_status,
+    ) {
+        Progress::Ready => Ok(Ok(lb)),
+        other => Ok(Err(other)),
+    }
+}
+
+/// The pool of one port (via the listener named `<lb>-<port>`).
+async fn pool_of(s: &Session, lb: &LbWithRefs, port: i32) -> Result<Option<Pool>> {
+    let name = capo_api::names::lb_listener_name(&lb.lb.name, port);
+    let listeners = listeners_of(s, lb).await?;
+    let Some(pool_id) = listeners
+        .into_iter()
+        .find(|l| l.name == name)
+        .and_then(|l| l.default_pool_id)
+    else {
+        return Ok(None);
+    };
+    get_opt::<Pool>(s, POOL, &pool_id).await
+}
+
+/// Ensure the machine is a member (with `address`) of every API port's pool; one write per call.
+pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> Result<Progress> {
+    let lb = match active_lb(s, t.lb_id).await? {
+        Ok(lb) => lb,
+        Err(p) => return Ok(p),
+    };
+    for &port in t.ports {
+        let Some(pool) = pool_of(s, &lb, port).await? else {
+            return Ok(Progress::NotReady(format!("no pool yet for port {port}")));
+        };
+        let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
+        let members = lbaas::list_members(s, &pool.id)
+            .await
+            .ctx(|| format!("list members of pool {}", pool.id))?;
+        let proto_port = u16::try_from(port)
+            .map_err(|_| Error::InvalidSpec(format!("API port {port} out of range")))?;
+        match members.iter().find(|m| m.name == name) {
+            Some(m) if m.address == address && m.protocol_port == proto_port => continue,
+            Some(m) => {
+                // The machine's address changed: replace the member.
+                lbaas::delete_member(s, &pool.id, &m.id)
+                    .await
+                    .ctx(|| format!("delete member {}", m.id))?;
+                return Ok(Progress::NotReady(format!("member {name} replaced")));
+            }
+            None => {
+                let body = MemberCreate {
+                    name: name.clone(),
+                    address: address.to_owned(),
+                    protocol_port: proto_port,
+                    subnet_id: None,
+                };
+                lbaas::create_member(s, &pool.id, &body)
+                    .await
+                    .ctx(|| format!("create member {name}"))?;
+                return Ok(Progress::NotReady(format!("member {name} created")));
+            }
+        }
+    }
+    Ok(Progress::Ready)
+}
+
+/// Remove the machine from every API port's pool; `Ready` when none is left (also when the
+/// load balancer is gone).
+pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress> {
+    let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, t.lb_id).await? else {
+        return Ok(Progress::Ready);
+    };
+    let p = progress_of(
+        &format!("load balancer {}", t.lb_id),
+        &lb.lb.provisioning_status,
+    );
+    if !p.is_ready() {
+        return Ok(p);
+    }
+    for &port in t.ports {
+        let Some(pool) = pool_of(s, &lb, port).await? else {
+            continue;
+        };
+        let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
+        let members = lbaas::list_members(s, &pool.id)
+            .await
+            .ctx(|| format!("list members of pool {}", pool.id))?;
+        if let Some(m) = members.iter().find(|m| m.name == name) {
+            match lbaas::delete_member(s, &pool.id, &m.id).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(Error::api(format!("delete member {}", m.id), e)),
+            }
+            return Ok(Progress::NotReady(format!("member {name} deleted")));
+        }
+    }
+    Ok(Progress::Ready)
+}

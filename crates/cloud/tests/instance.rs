@@ -1,0 +1,491 @@
+//! OpenStackServer services against capo-sim: ports, trunks, volumes, servers, lost replies,
+//! NoValidHost, deletion.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use capo_api::v1beta1::{
+    AdditionalBlockDevice, AddressPair, BlockDeviceStorage, BlockDeviceVolume, ImageFilter,
+    ImageParam, ResolvedFixedIP, ResolvedPortSpec, RootVolume,
+};
+use capo_cloud::Error;
+use capo_cloud::instance::{
+    self, EnsuredVolume, Outcome, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name,
+};
+use capo_openstack::compute::{Server, UserData};
+use capo_openstack::network::{
+    self as net, NETWORK, Network, NetworkCreate, SUBNET, Subnet, SubnetCreate,
+};
+use capo_sim::{Delays, FaultSpec};
+use common::*;
+
+async fn network(env: &Env) -> (Network, Subnet) {
+    let n: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: "cluster-net".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let body = SubnetCreate {
+        name: "cluster-subnet".into(),
+        network_id: n.id.clone(),
+        cidr: "10.8.0.0/24".into(),
+        ip_version: 4,
+        ..Default::default()
+    };
+    let sn = net::create(&env.s, SUBNET, &body).await.unwrap();
+    (n, sn)
+}
+
+async fn fast_env() -> Env {
+    let env = env().await;
+    env.sim.control().set_delays(Delays {
+        server_build_ms: 30,
+        volume_create_ms: 30,
+        ..Delays::default()
+    });
+    env
+}
+
+fn server_owner(name: &str) -> ServerOwner {
+    ServerOwner {
+        uid: format!("uid-{name}"),
+        name: name.into(),
+        spec_tags: vec!["machine-tag".into(), "cluster-tag".into()],
+    }
+}
+
+fn port_spec(o: &ServerOwner, n: &Network, sn: &Subnet, idx: usize) -> ResolvedPortSpec {
+    ResolvedPortSpec {
+        name: port_name(&o.name, None, idx),
+        network_id: n.id.clone(),
+        fixed_ips: vec![ResolvedFixedIP {
+            subnet: Some(sn.id.clone()),
+            ip_address: None,
+        }],
+        description: "Created by capo".into(),
+        ..Default::default()
+    }
+}
+
+/// Image and flavor IDs as the controller records them in `status.resolved` (once).
+async fn resolve(env: &Env) -> (String, String) {
+    let image = instance::resolve_image(
+        &env.s,
+        &ImageParam {
+            filter: Some(ImageFilter {
+                name: Some("ubuntu-2404-kube-v1.34".into()),
+                tags: vec![],
+            }),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let flavor = instance::resolve_flavor(&env.s, Some("m1.small"), None)
+        .await
+        .unwrap();
+    (image, flavor.id)
+}
+
+/// One reconcile as the controller would do it after resolving: ports, then the server.
+async fn worker(
+    env: &Env,
+    o: &ServerOwner,
+    ports: &[ResolvedPortSpec],
+    rec: &mut Recorded,
+    (image, flavor): &(String, String),
+) -> capo_cloud::Result<Outcome<Server>> {
+    let s = &env.s;
+    let before = rec.port_ids.clone();
+    let ensured = instance::ensure_ports(s, o, ports, &before, |i, p| {
+        if rec.port_ids.len() <= i {
+            rec.port_ids.push(p.id.clone());
+        }
+    })
+    .await?;
+    let req = ServerRequest {
+        flavor_id: flavor.clone(),
+        image_id: Some(image.clone()),
+        port_ids: ensured.into_iter().map(|p| p.id).collect(),
+        user_data: Some(UserData::new("#cloud-config\nsecret: s3cr3t\n")),
+        metadata: BTreeMap::from([("role".into(), "worker".into())]),
+        ..Default::default()
+    };
+    let out = instance::ensure_server(s, o, &req, rec.instance_id.as_deref()).await?;
+    if let Outcome::Ready(v) = &out {
+        rec.instance_id = Some(v.id.clone());
+    }
+    if let Outcome::NotReady { id, .. } = &out {
+        rec.instance_id = Some(id.clone());
+    }
+    Ok(out)
+}
+
+/// Requeue until ready (bounded), like the controller's backoff.
+async fn until_active(
+    env: &Env,
+    o: &ServerOwner,
+    ports: &[ResolvedPortSpec],
+    rec: &mut Recorded,
+    resolved: &(String, String),
+) -> Server {
+    for _ in 0..50 {
+        match worker(env, o, ports, rec, resolved).await {
+            Ok(Outcome::Ready(v)) => return v,
+            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) if e.is_retryable() && !e.is_slow_retry() => {}
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    panic!("server never became ACTIVE")
+}
+
+async fn delete_all(env: &Env, o: &ServerOwner, rec: &Recorded, ports: &[String], vols: &[String]) {
+    for _ in 0..50 {
+        match instance::delete_server_resources(&env.s, o, rec, ports, vols).await {
+            Ok(Outcome::Ready(())) => return,
+            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => panic!("delete failed: {e}"),
+        }
+    }
+    panic!("delete never finished")
+}
+
+fn count(env: &Env, col: &str) -> usize {
+    items(env, col).len()
+}
+
+/// Only the test's network and subnet remain.
+fn nothing_left(env: &Env) {
+    for col in ["servers", "ports", "trunks", "volumes"] {
+        assert_eq!(count(env, col), 0, "{col} left: {:?}", items(env, col));
+    }
+}
+
+#[tokio::test]
+async fn worker_on_one_port_becomes_active_and_deletes_cleanly() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("w-1");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    env.sim.control().clear_requests();
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    let t = trace(&env);
+    let w = writes(&env);
+    println!(
+        "worker create: {} requests, {} writes: {w:?}",
+        t.len(),
+        w.len()
+    );
+    println!("counters: {:#?}", env.sim.control().counters());
+    assert_eq!(server.metadata["capo-server-uid"], "uid-w-1");
+    assert!(server.tags.contains(&"machine-tag".to_string()));
+    let p = &items(&env, "ports")[0];
+    assert_eq!(p["name"], "w-1-0");
+    assert!(
+        p["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&"capo-server-uid=uid-w-1".into())
+    );
+    // Steady state: nothing written.
+    env.sim.control().clear_requests();
+    until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    println!("worker steady: {:?}", trace(&env));
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+    env.sim.control().clear_requests();
+    delete_all(&env, &o, &rec, &["w-1-0".into()], &[]).await;
+    println!("worker delete: {:?}", trace(&env));
+    nothing_left(&env);
+    // Delete again with a lost status: nothing to do, still success.
+    delete_all(&env, &o, &Recorded::default(), &["w-1-0".into()], &[]).await;
+}
+
+#[tokio::test]
+async fn boot_from_volume_with_volume_and_local_devices() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let o = server_owner("bfv");
+    let ports = [port_spec(&o, &n, &sn, 0)];
+    let s = &env.s;
+    let image = instance::resolve_image(
+        s,
+        &ImageParam {
+            filter: Some(ImageFilter {
+                name: Some("ubuntu-2404-kube-v1.34".into()),
+                tags: vec![],
+            }),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let devices = vec![
+        AdditionalBlockDevice {
+            name: "etcd".into(),
+            size_gib: 5,
+            storage: BlockDeviceStorage {
+                r#type: "Volume".into(),
+                volume: Some(BlockDeviceVolume::default()),
+            },
+        },
+        AdditionalBlockDevice {
+            name: "scratch".into(),
+            size_gib: 1,
+            storage: BlockDeviceStorage {
+                r#type: "Local".into(),
+                volume: None,
+            },
+        },
+    ];
+    let root = RootVolume {
+        size_gib: 10,
+        ..Default::default()
+    };
+    let plan = plan_volumes(&o.name, Some(&root), Some(&image), &devices, None);
+    assert_eq!(
+        plan.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+        ["bfv-root", "bfv-etcd"]
+    );
+    let mut recorded = BTreeMap::new();
+    let mut vols: Vec<EnsuredVolume> = Vec::new();
+    for _ in 0..50 {
+        let out = instance::ensure_volumes(s, &o, &plan, &recorded.clone(), |d, id| {
+            recorded.insert(d.to_owned(), id.to_owned());
+        })
+        .await
+        .unwrap();
+        match out {
+            Outcome::Ready(v) => {
+                vols = v;
+                break;
+            }
+            Outcome::NotReady { .. } => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert_eq!(vols.len(), 2);
+    let port = instance::ensure_port(s, &o, &ports[0], None).await.unwrap();
+    let flavor = instance::resolve_flavor(s, None, Some("2")).await.unwrap();
+    let req = ServerRequest {
+        flavor_id: flavor.id,
+        image_id: Some(image),
+        port_ids: vec![port.id.clone()],
+        volumes: vols.clone(),
+        local_devices: vec![("scratch".into(), 1)],
+        ..Default::default()
+    };
+    let mut rec = Recorded {
+        port_ids: vec![port.id],
+        volume_ids: vols.iter().map(|v| v.id.clone()).collect(),
+        ..Default::default()
+    };
+    for _ in 0..50 {
+        match instance::ensure_server(s, &o, &req, rec.instance_id.as_deref())
+            .await
+            .unwrap()
+        {
+            Outcome::Ready(v) => {
+                rec.instance_id = Some(v.id);
+                break;
+            }
+            Outcome::NotReady { id, .. } => {
+                rec.instance_id = Some(id);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    let server = &items(&env, "servers")[0];
+    assert_eq!(server["status"], "ACTIVE");
+    for v in items(&env, "volumes") {
+        assert_eq!(v["status"], "in-use", "{v}");
+        assert_eq!(v["metadata"]["capo-server-uid"], "uid-bfv");
+    }
+    assert_eq!(count(&env, "volumes"), 2, "no volume made by Nova");
+    // Lost status: delete finds the volumes by name.
+    let names: Vec<String> = plan.iter().map(|v| v.name.clone()).collect();
+    let lost = Recorded {
+        instance_id: rec.instance_id.clone(),
+        ..Default::default()
+    };
+    delete_all(&env, &o, &lost, &["bfv-0".into()], &names).await;
+    nothing_left(&env);
+}
+
+#[tokio::test]
+async fn two_ports_trunk_and_allowed_address_pairs() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("tr");
+    let mut p0 = port_spec(&o, &n, &sn, 0);
+    p0.trunk = Some(true);
+    let mut p1 = port_spec(&o, &n, &sn, 1);
+    p1.name = port_name(&o.name, Some("vip"), 1);
+    p1.allowed_address_pairs = vec![AddressPair {
+        ip_address: "10.8.0.200".into(),
+        mac_address: None,
+    }];
+    p1.tags = vec!["extra".into()];
+    let ports = vec![p0, p1];
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    assert_eq!(rec.port_ids.len(), 2);
+    let trunks = items(&env, "trunks");
+    assert_eq!(trunks.len(), 1);
+    assert_eq!(trunks[0]["name"], "tr-0");
+    assert_eq!(trunks[0]["port_id"], rec.port_ids[0].as_str());
+    let vip = items(&env, "ports")
+        .into_iter()
+        .find(|p| p["name"] == "tr-vip")
+        .unwrap();
+    assert_eq!(vip["allowed_address_pairs"][0]["ip_address"], "10.8.0.200");
+    assert!(vip["tags"].as_array().unwrap().contains(&"extra".into()));
+    assert_eq!(server.addresses.values().flatten().count(), 2);
+    delete_all(&env, &o, &rec, &[], &[]).await;
+    nothing_left(&env);
+}
+
+/// A POST that is executed but whose reply is replaced by a 502 (built from JSON so the test
+/// does not depend on every field of the simulator's rule type).
+fn lost_reply(path: &str) -> FaultSpec {
+    serde_json::from_value(serde_json::json!({
+        "method": "POST",
+        "path_regex": path,
+        "status": 502,
+        "count": 1,
+        "after_action": true,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn lost_replies_on_post_create_exactly_one_of_each() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("lost");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    env.sim
+        .control()
+        .add_faults(vec![
+            lost_reply("/ports$"),
+            lost_reply("/servers$"),
+            lost_reply("/volumes$"),
+        ])
+        .unwrap();
+    let plan = plan_volumes(
+        &o.name,
+        Some(&RootVolume {
+            size_gib: 4,
+            ..Default::default()
+        }),
+        None,
+        &[],
+        None,
+    );
+    // The volume: first call loses the reply, the rerun adopts it by name.
+    let mut vol = None;
+    for _ in 0..50 {
+        match instance::ensure_volume(&env.s, &o, &plan[0], None).await {
+            Ok(Outcome::Ready(v)) => {
+                vol = Some(v);
+                break;
+            }
+            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => assert!(e.is_retryable(), "{e}"),
+        }
+    }
+    assert!(vol.is_some());
+    // Status lost every time (nothing recorded): ports and server found by name + ownership.
+    let mut errors = 0;
+    for _ in 0..50 {
+        let mut rec = Recorded::default();
+        match worker(&env, &o, &ports, &mut rec, &resolved).await {
+            Ok(Outcome::Ready(_)) => break,
+            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => {
+                assert!(e.is_retryable(), "{e}");
+                errors += 1;
+            }
+        }
+    }
+    assert_eq!(errors, 2, "one lost reply each for the port and the server");
+    assert!(env.sim.control().faults().is_empty(), "every fault fired");
+    assert_eq!(count(&env, "ports"), 1);
+    assert_eq!(count(&env, "servers"), 1);
+    assert_eq!(count(&env, "volumes"), 1);
+}
+
+#[tokio::test]
+async fn no_valid_host_reports_fault_then_recovers() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("nvh");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    env.sim.control().fail_builds("^nvh$", 1).unwrap();
+    let mut rec = Recorded::default();
+    let err = loop {
+        match worker(&env, &o, &ports, &mut rec, &resolved).await {
+            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(Outcome::Ready(_)) => panic!("build should fail"),
+            Err(e) => break e,
+        }
+    };
+    let Error::InstanceFailed { id, fault, .. } = &err else {
+        panic!("{err}")
+    };
+    assert!(fault.contains("No valid host"), "{fault}");
+    assert!(err.is_retryable() && err.is_slow_retry());
+    assert!(!err.to_string().contains("s3cr3t"));
+    // The caller deletes the ERROR server (only the server) and forgets it, then retries.
+    capo_openstack::compute::delete_server(&env.s, id)
+        .await
+        .unwrap();
+    let port_before = rec.port_ids.clone();
+    rec.instance_id = None;
+    until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    assert_eq!(rec.port_ids, port_before, "the port is reused");
+    assert_eq!(count(&env, "ports"), 1);
+    assert_eq!(count(&env, "servers"), 1);
+}
+
+#[tokio::test]
+async fn foreign_and_duplicate_servers_are_refused() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("dup");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    // Another OpenStackServer with the same name (another management cluster).
+    let other = ServerOwner {
+        uid: "someone-else".into(),
+        ..o.clone()
+    };
+    let err = worker(
+        &env,
+        &other,
+        &[port_spec(&other, &n, &sn, 0)],
+        &mut Recorded::default(),
+        &resolved,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, Error::ForeignResource { .. }), "{err}");
+    // Its delete leaves our resources alone.
+    delete_all(&env, &other, &Recorded::default(), &["dup-0".into()], &[]).await;
+    assert_eq!(count(&env, "servers"), 1);
+    assert_eq!(count(&env, "ports"), 1);
+}

@@ -1,0 +1,439 @@
+//! API load balancer, listeners/pools/monitors, members and API floating IP against capo-sim:
+//! create across several calls, steady reconcile, monitor change, allowedCIDRs with IPv6, a
+//! same-named listener of another LB, a lost create reply, delete.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_api::v1beta1::{
+    APIServerLoadBalancer, APIServerLoadBalancerMonitor, OpenStackClusterSpec,
+};
+use capo_cloud::loadbalancer::members::MemberTarget;
+use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs, Progress};
+use capo_cloud::{Error, Owner};
+use capo_openstack::loadbalancer::{
+    self as lbaas, LISTENER, LOAD_BALANCER, Listener, ListenerCreate, LoadBalancer,
+    LoadBalancerCreate,
+};
+use capo_sim::{Delays, FaultSpec};
+use common::*;
+use std::time::Duration;
+
+fn lb_spec(extra: APIServerLoadBalancer) -> OpenStackClusterSpec {
+    OpenStackClusterSpec {
+        api_server_load_balancer: Some(APIServerLoadBalancer {
+            enabled: true,
+            ..extra
+        }),
+        ..managed_spec()
+    }
+}
+
+fn fast_delays(env: &Env) {
+    env.sim.control().set_delays(Delays {
+        lb_provision_ms: 60,
+        lb_update_ms: 15,
+        lb_delete_ms: 15,
+        ..Delays::default()
+    });
+}
+
+/// Networking first (not counted), then the LB inputs a controller would pass.
+struct Cluster {
+    rec: Recorded,
+    cidrs: Vec<String>,
+    router_ips: Vec<String>,
+}
+
+async fn networking(env: &Env, o: &Owner, spec: &OpenStackClusterSpec) -> Cluster {
+    let rec = reconcile(env, o, spec, &Recorded::default(), false)
+        .await
+        .unwrap();
+    let cidrs = rec
+        .network
+        .as_ref()
+        .unwrap()
+        .subnets
+        .iter()
+        .map(|s| s.cidr.clone())
+        .collect();
+    let router_ips = rec.router.as_ref().unwrap().ips.clone();
+    env.sim.control().clear_requests();
+    Cluster {
+        rec,
+        cidrs,
+        router_ips,
+    }
+}
+
+fn inputs<'a>(
+    spec: &'a OpenStackClusterSpec,
+    c: &'a Cluster,
+    recorded: Option<&'a str>,
+) -> LbInputs<'a> {
+    LbInputs {
+        spec,
+        lb_network: c.rec.network.as_ref().unwrap(),
+        subnet_cidrs: &c.cidrs,
+        bastion_ips: &[],
+        router_ips: &c.router_ips,
+        recorded_id: recorded,
+    }
+}
+
+/// Call `ensure_api_load_balancer` until Ready (the test waits; the library never does).
+/// Returns the result and the number of calls.
+async fn converge(
+    env: &Env,
+    o: &Owner,
+    spec: &OpenStackClusterSpec,
+    c: &Cluster,
+    mut recorded: Option<String>,
+) -> (ApiLoadBalancer, usize) {
+    for call in 1..=200 {
+        let out = lb::ensure_api_load_balancer(&env.s, o, inputs(spec, c, recorded.as_deref()))
+            .await
+            .unwrap();
+        assert!(!out.id.is_empty(), "IDs are returned at once");
+        recorded = Some(out.id.clone());
+        match &out.progress {
+            Progress::Ready => return (out, call),
+            Progress::NotReady(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Progress::Failed(m) => panic!("load balancer failed: {m}"),
+        }
+    }
+    panic!("load balancer did not converge");
+}
+
+/// The API floating IP: allocate (record), then associate.
+async fn api_fip(
+    env: &Env,
+    o: &Owner,
+    spec: &OpenStackClusterSpec,
+    c: &Cluster,
+    l: &ApiLoadBalancer,
+    recorded: Option<&str>,
+) -> lb::ApiFloatingIp {
+    let ext = c.rec.external.as_ref().unwrap().id.clone();
+    let fip = lb::ensure_api_floating_ip(&env.s, o, spec, &ext, &l.vip_port_id, recorded)
+        .await
+        .unwrap();
+    lb::associate_api_floating_ip(&env.s, &fip, &l.vip_port_id)
+        .await
+        .unwrap();
+    fip
+}
+
+async fn delete_all(
+    env: &Env,
+    o: &Owner,
+    spec: &OpenStackClusterSpec,
+    c: &Cluster,
+    id: Option<&str>,
+) -> usize {
+    lb::delete_api_floating_ip(&env.s, o, spec).await.unwrap();
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        match lb::delete_api_load_balancer(&env.s, o, id).await.unwrap() {
+            Progress::Ready => break,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+        assert!(calls < 200, "delete did not finish");
+    }
+    delete(env, o, spec, &c.rec).await.unwrap();
+    calls
+}
+
+fn named(env: &Env, col: &str, name: &str) -> Vec<serde_json::Value> {
+    items(env, col)
+        .into_iter()
+        .filter(|i| i["name"] == name)
+        .collect()
+}
+
+#[tokio::test]
+async fn create_steady_members_delete() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer {
+        additional_ports: vec![8443],
+        ..Default::default()
+    });
+    let before = ids(&env);
+    let c = networking(&env, &o, &spec).await;
+
+    let (l, calls) = converge(&env, &o, &spec, &c, None).await;
+    let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
+    let create = trace(&env);
+    let create_writes = writes(&env).len();
+    assert!(calls > 2, "create spans several calls ({calls})");
+    assert!(l.tags.contains(&o.tag()));
+    assert!(fip.ours);
+    let name = "k8s-clusterapi-cluster-ns-c1-kubeapi";
+    assert_eq!(l.name, name);
+    for port in [6443, 8443] {
+        let n = format!("{name}-{port}");
+        assert_eq!(named(&env, "listeners", &n).len(), 1);
+        assert_eq!(named(&env, "pools", &n)[0]["lb_algorithm"], "ROUND_ROBIN");
+        let hm = &named(&env, "healthmonitors", &n)[0];
+        assert_eq!(
+            (
+                hm["type"].as_str(),
+                hm["delay"].as_i64(),
+                hm["timeout"].as_i64()
+            ),
+            (Some("TCP"), Some(10), Some(5))
+        );
+        assert_eq!(
+            (hm["max_retries"].as_i64(), hm["max_retries_down"].as_i64()),
+            (Some(5), Some(3))
+        );
+    }
+    let fips = items(&env, "floatingips");
+    assert_eq!(fips.len(), 1);
+    assert_eq!(fips[0]["port_id"].as_str(), Some(l.vip_port_id.as_str()));
+    env.sim.control().clear_requests();
+
+    // Steady reconcile: reads only.
+    let (again, steady_calls) = converge(&env, &o, &spec, &c, Some(l.id.clone())).await;
+    let again_fip = api_fip(&env, &o, &spec, &c, &again, Some(&fip.ip)).await;
+    assert_eq!(
+        (steady_calls, &again.id, &again_fip.id),
+        (1, &l.id, &fip.id)
+    );
+    let steady = trace(&env);
+    assert!(
+        writes(&env).is_empty(),
+        "steady reconcile wrote: {:?}",
+        writes(&env)
+    );
+    env.sim.control().clear_requests();
+
+    // Members for a machine (what the machine controller will do).
+    let ports = [6443, 8443];
+    let t = MemberTarget {
+        lb_id: &l.id,
+        ports: &ports,
+        machine: "cp-0",
+    };
+    let mut n = 0;
+    while !lb::ensure_member(&env.s, t, "10.6.0.10")
+        .await
+        .unwrap()
+        .is_ready()
+    {
+        n += 1;
+        assert!(n < 100);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        named(&env, "members", &format!("{name}-6443-cp-0")).len(),
+        1
+    );
+    assert_eq!(
+        named(&env, "members", &format!("{name}-8443-cp-0")).len(),
+        1
+    );
+    while !lb::delete_member(&env.s, t).await.unwrap().is_ready() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(items(&env, "members").is_empty());
+    env.sim.control().clear_requests();
+
+    let del_calls = delete_all(&env, &o, &spec, &c, Some(&l.id)).await;
+    let del = trace(&env);
+    assert_eq!(
+        ids(&env),
+        before,
+        "delete leaves exactly the seeded resources"
+    );
+    println!(
+        "LB requests (2 ports, FIP): create {} ({create_writes} writes, {calls} calls), steady {}, delete {} ({del_calls} calls, incl. networking)",
+        create.len(),
+        steady.len(),
+        del.len()
+    );
+    println!("create trace:\n{}", create.join("\n"));
+    println!("steady trace:\n{}", steady.join("\n"));
+}
+
+#[tokio::test]
+async fn monitor_change_is_reconciled() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let mut spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    if let Some(lbs) = spec.api_server_load_balancer.as_mut() {
+        lbs.monitor = Some(APIServerLoadBalancerMonitor {
+            delay: Some(20),
+            timeout: Some(7),
+            max_retries: Some(4),
+            max_retries_down: Some(2),
+        });
+    }
+    env.sim.control().clear_requests();
+    let (_, calls) = converge(&env, &o, &spec, &c, Some(l.id.clone())).await;
+    assert_eq!(writes(&env).len(), 1, "one PUT: {:?}", writes(&env));
+    assert!(calls >= 2);
+    let hm = &items(&env, "healthmonitors")[0];
+    assert_eq!(
+        [
+            &hm["delay"],
+            &hm["timeout"],
+            &hm["max_retries"],
+            &hm["max_retries_down"]
+        ]
+        .map(|v| v.as_i64()),
+        [Some(20), Some(7), Some(4), Some(2)]
+    );
+}
+
+#[tokio::test]
+async fn allowed_cidrs_keep_ipv6_and_follow_spec() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let mut spec = lb_spec(APIServerLoadBalancer {
+        allowed_cidrs: vec!["192.0.2.0/24".into(), "2001:db8::/64".into()],
+        ..Default::default()
+    });
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let got = items(&env, "listeners")[0]["allowed_cidrs"].clone();
+    let got: Vec<String> = serde_json::from_value(got).unwrap();
+    let mut want = vec![
+        "10.6.0.0/24".to_string(),
+        "192.0.2.0/24".into(),
+        "2001:db8::/64".into(),
+    ];
+    want.extend(c.router_ips.iter().map(|ip| format!("{ip}/32")));
+    want.sort();
+    assert_eq!(got, want);
+
+    // Spec change: the listener is updated in place.
+    if let Some(lbs) = spec.api_server_load_balancer.as_mut() {
+        lbs.allowed_cidrs.push("2001:db8:5::/48".into());
+    }
+    env.sim.control().clear_requests();
+    converge(&env, &o, &spec, &c, Some(l.id.clone())).await;
+    assert_eq!(
+        writes(&env),
+        vec!["PUT /load-balancer/v2/lbaas/listeners/{id}".to_string()]
+    );
+    let got: Vec<String> =
+        serde_json::from_value(items(&env, "listeners")[0]["allowed_cidrs"].clone()).unwrap();
+    assert!(got.contains(&"2001:db8:5::/48".to_string()), "{got:?}");
+}
+
+#[tokio::test]
+async fn listener_of_another_lb_with_our_name_is_ignored() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let subnet = c.rec.network.as_ref().unwrap().subnets[0].id.clone();
+    // Another load balancer with a listener carrying our listener's name.
+    let other: LoadBalancer = lbaas::create(
+        &env.s,
+        LOAD_BALANCER,
+        &LoadBalancerCreate {
+            name: "someone-else".into(),
+            vip_subnet_id: Some(subnet),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let decoy = "k8s-clusterapi-cluster-ns-c1-kubeapi-6443";
+    let mut made = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let body = ListenerCreate {
+            name: decoy.into(),
+            protocol: "TCP".into(),
+            protocol_port: 6443,
+            loadbalancer_id: other.id.clone(),
+            allowed_cidrs: vec![],
+        };
+        if let Ok(l) = lbaas::create::<Listener>(&env.s, LISTENER, &body).await {
+            made = Some(l);
+            break;
+        }
+    }
+    let decoy_listener = made.expect("decoy listener created");
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let ours: Vec<_> = named(&env, "listeners", decoy);
+    assert_eq!(
+        ours.len(),
+        2,
+        "our own listener was created next to the decoy"
+    );
+    let decoy_now: Listener = lbaas::get(&env.s, LISTENER, &decoy_listener.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        decoy_now.default_pool_id, None,
+        "the decoy got no pool from us"
+    );
+    assert_ne!(l.id, other.id);
+}
+
+#[tokio::test]
+async fn lost_reply_on_create_leaves_one_load_balancer() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            method: Some("POST".into()),
+            path_regex: "/lbaas/loadbalancers$".into(),
+            status: 504,
+            count: Some(1),
+            after_action: true,
+            ..Default::default()
+        }])
+        .unwrap();
+    let first = lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, None)).await;
+    match first {
+        Err(e @ Error::OpenStack { .. }) => assert!(e.is_retryable(), "{e}"),
+        Ok(out) => panic!("the lost reply was not noticed: {out:?}"),
+        Err(e) => panic!("unexpected error {e}"),
+    }
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let lbs = items(&env, "loadbalancers");
+    assert_eq!(lbs.len(), 1, "exactly one load balancer");
+    assert_eq!(lbs[0]["id"].as_str(), Some(l.id.as_str()));
+}
+
+#[tokio::test]
+async fn foreign_load_balancer_is_refused_and_kept_on_delete() {
+    let env = env().await;
+    fast_delays(&env);
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let theirs = owner("uid-other");
+    let c = networking(&env, &theirs, &spec).await;
+    let (l, _) = converge(&env, &theirs, &spec, &c, None).await;
+    let o = owner("uid-1");
+    let err = lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, None))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ForeignResource { .. }), "{err}");
+    assert_eq!(
+        lb::delete_api_load_balancer(&env.s, &o, None)
+            .await
+            .unwrap(),
+        Progress::Ready
+    );
+    assert_eq!(
+        items(&env, "loadbalancers")[0]["id"].as_str(),
+        Some(l.id.as_str())
+    );
+}
