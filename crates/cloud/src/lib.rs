@@ -34,6 +34,7 @@
 
 pub mod compute;
 pub mod error;
+pub mod instance;
 pub mod loadbalancer;
 pub mod networking;
 pub mod ownership;
