@@ -183,7 +183,7 @@ async fn worker_on_one_port_becomes_active_and_deletes_cleanly() {
     let t = trace(&env);
     let w = writes(&env);
     println!(
-        "worker create: {} requests, {} writes: {w:?}",
+        "worker create: {} requests, {} writes: {t:?}",
         t.len(),
         w.len()
     );
@@ -458,6 +458,19 @@ async fn no_valid_host_reports_fault_then_recovers() {
     assert_eq!(rec.port_ids, port_before, "the port is reused");
     assert_eq!(count(&env, "ports"), 1);
     assert_eq!(count(&env, "servers"), 1);
+    // Deleted behind our back: reported, not silently re-created.
+    let gone = rec.instance_id.clone().unwrap();
+    capo_openstack::compute::delete_server(&env.s, &gone)
+        .await
+        .unwrap();
+    let err = worker(&env, &o, &ports, &mut rec, &resolved)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { kind: "server", .. }),
+        "{err}"
+    );
+    assert_eq!(count(&env, "servers"), 0);
 }
 
 #[tokio::test]

@@ -45,7 +45,9 @@ pub struct ServerRequest {
 /// NotReady with its ID; ERROR → [`Error::InstanceFailed`] carrying Nova's fault (retryable on
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
-/// twice.
+/// twice. A recorded server that no longer exists (and none by name either) was deleted out of
+/// band: [`Error::NotFound`] with kind `server`, never a silent re-create (the caller reports
+/// InstanceDeleted so a MachineHealthCheck can remediate).
 pub async fn ensure_server(
     s: &Session,
     owner: &ServerOwner,
@@ -54,6 +56,12 @@ pub async fn ensure_server(
 ) -> Result<Outcome<Server>> {
     let server = match find_server(s, owner, recorded).await? {
         Some(found) => found,
+        None if recorded.is_some_and(|r| !r.is_empty()) => {
+            return Err(Error::NotFound {
+                kind: "server",
+                selector: format!("id {} (deleted outside capo)", recorded.unwrap_or_default()),
+            });
+        }
         None => {
             let spec = create_spec(owner, req);
             tracing::info!(name = %owner.name, ports = spec.port_ids.len(), "creating server");
