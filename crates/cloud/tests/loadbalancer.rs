@@ -19,6 +19,21 @@ use capo_sim::{Delays, FaultSpec};
 use common::*;
 use std::time::Duration;
 
+/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
+fn golden(name: &str, got: &[String]) {
+    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
+    let text = got.join("\n") + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, want,
+        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
+    );
+}
+
 fn lb_spec(extra: APIServerLoadBalancer) -> OpenStackClusterSpec {
     OpenStackClusterSpec {
         api_server_load_balancer: Some(APIServerLoadBalancer {
@@ -255,8 +270,17 @@ async fn create_steady_members_delete() {
         steady.len(),
         del.len()
     );
-    println!("create trace:\n{}", create.join("\n"));
-    println!("steady trace:\n{}", steady.join("\n"));
+    // The create's reads depend on how often the caller polls while Octavia is busy; its
+    // writes and the steady reconcile do not.
+    golden(
+        "lb_create_writes",
+        &create
+            .iter()
+            .filter(|l| !l.starts_with("GET "))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    golden("lb_steady", &steady);
 }
 
 #[tokio::test]
@@ -436,4 +460,127 @@ async fn foreign_load_balancer_is_refused_and_kept_on_delete() {
         items(&env, "loadbalancers")[0]["id"].as_str(),
         Some(l.id.as_str())
     );
+}
+
+#[tokio::test]
+async fn adopts_untagged_upstream_load_balancer() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let upstream: LoadBalancer = lbaas::create(
+        &env.s,
+        LOAD_BALANCER,
+        &LoadBalancerCreate {
+            name: "k8s-clusterapi-cluster-ns-c1-kubeapi".into(),
+            vip_subnet_id: Some(c.rec.network.as_ref().unwrap().subnets[0].id.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    assert_eq!(l.id, upstream.id, "adopted, not recreated");
+    assert!(l.tags.contains(&o.tag()) && l.tags.contains(&"team-a".to_string()));
+    assert_eq!(items(&env, "loadbalancers").len(), 1);
+}
+
+#[tokio::test]
+async fn lost_reply_on_floating_ip_allocation_leaves_one() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            method: Some("POST".into()),
+            path_regex: "/floatingips$".into(),
+            status: 502,
+            count: Some(1),
+            after_action: true,
+            ..Default::default()
+        }])
+        .unwrap();
+    let ext = c.rec.external.as_ref().unwrap().id.clone();
+    let first = lb::ensure_api_floating_ip(&env.s, &o, &spec, &ext, &l.vip_port_id, None).await;
+    assert!(first.is_err(), "the lost reply surfaces as an error");
+    let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
+    let fips = items(&env, "floatingips");
+    assert_eq!(fips.len(), 1, "exactly one floating IP");
+    assert_eq!(fips[0]["id"].as_str(), Some(fip.id.as_str()));
+    assert!(fip.ours);
+    assert!(
+        fips[0]["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == o.tag().as_str()),
+        "tag written on the rerun"
+    );
+    // Delete removes it; a user-provided address is never deleted.
+    lb::delete_api_floating_ip(&env.s, &o, &spec).await.unwrap();
+    assert!(items(&env, "floatingips").is_empty());
+}
+
+#[tokio::test]
+async fn user_floating_ip_is_kept_on_delete() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let mut spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    // Allocate one address by hand, then name it in the spec.
+    let ext = c.rec.external.as_ref().unwrap().id.clone();
+    let mine: capo_openstack::network::FloatingIp = capo_openstack::network::create(
+        &env.s,
+        capo_openstack::network::FLOATING_IP,
+        &capo_openstack::network::FloatingIpCreate {
+            floating_network_id: ext.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    spec.api_server_floating_ip = Some(mine.floating_ip_address.clone());
+    let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
+    assert_eq!((fip.id.as_str(), fip.ours), (mine.id.as_str(), false));
+    lb::delete_api_floating_ip(&env.s, &o, &spec).await.unwrap();
+    assert_eq!(
+        items(&env, "floatingips").len(),
+        1,
+        "the user's floating IP stays"
+    );
+}
+
+#[tokio::test]
+async fn ovn_provider_uses_source_ip_port_and_no_acl() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer {
+        provider: Some("ovn".into()),
+        allowed_cidrs: vec!["192.0.2.0/24".into()],
+        ..Default::default()
+    });
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    assert_eq!(l.provider, "ovn");
+    assert_eq!(items(&env, "pools")[0]["lb_algorithm"], "SOURCE_IP_PORT");
+    assert!(items(&env, "listeners")[0]["allowed_cidrs"].is_null());
+
+    // An unknown provider is not sent (Octavia's default is used).
+    let env2 = common::env().await;
+    fast_delays(&env2);
+    let spec2 = lb_spec(APIServerLoadBalancer {
+        provider: Some("f5".into()),
+        ..Default::default()
+    });
+    let c2 = networking(&env2, &o, &spec2).await;
+    let (l2, _) = converge(&env2, &o, &spec2, &c2, None).await;
+    assert_eq!(l2.provider, "amphora");
 }

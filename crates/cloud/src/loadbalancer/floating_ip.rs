@@ -85,6 +85,12 @@ pub async fn ensure_api_floating_ip(
             ..Default::default()
         };
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            // Allocated before a crash (or a lost reply) that skipped the tag write.
+            if let Some(tags) = owner.missing_tags(&fip.tags) {
+                net::replace_tags(s, FLOATING_IP, &fip.id, &tags)
+                    .await
+                    .ctx(|| format!("tag floating IP {}", fip.id))?;
+            }
             return Ok(wrap(owner, spec, fip));
         }
     }
