@@ -584,3 +584,34 @@ async fn ovn_provider_uses_source_ip_port_and_no_acl() {
     let (l2, _) = converge(&env2, &o, &spec2, &c2, None).await;
     assert_eq!(l2.provider, "amphora");
 }
+
+#[tokio::test]
+async fn error_status_is_reported_as_failed() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    // The simulator never fails a load balancer by itself: fake Octavia's answer once.
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            method: Some("GET".into()),
+            path_regex: format!("/lbaas/loadbalancers/{}$", l.id),
+            status: 200,
+            body: Some(serde_json::json!({"loadbalancer": {
+                "id": l.id, "name": l.name, "provisioning_status": "ERROR",
+                "operating_status": "ERROR", "tags": l.tags, "listeners": []}})),
+            count: Some(1),
+            ..Default::default()
+        }])
+        .unwrap();
+    let out = lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, Some(&l.id)))
+        .await
+        .unwrap();
+    match out.progress {
+        Progress::Failed(m) => assert!(m.contains("ERROR"), "{m}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}

@@ -3,7 +3,9 @@
 //! balancer's own listeners, never by a project-wide name lookup.
 
 use capo_openstack::Session;
-use capo_openstack::loadbalancer::{self as lbaas, LOAD_BALANCER, MemberCreate, POOL, Pool};
+use capo_openstack::loadbalancer::{
+    self as lbaas, LOAD_BALANCER, Listener, MemberCreate, POOL, Pool,
+};
 
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::balancer::LbWithRefs;
@@ -39,17 +41,21 @@ async fn active_lb(s: &Session, lb_id: &str) -> Result<Result<LbWithRefs, Progre
 }
 
 /// The pool of one port (via the listener named `<lb>-<port>`).
-async fn pool_of(s: &Session, lb: &LbWithRefs, port: i32) -> Result<Option<Pool>> {
+async fn pool_of(
+    s: &Session,
+    lb: &LbWithRefs,
+    listeners: &[Listener],
+    port: i32,
+) -> Result<Option<Pool>> {
     let name = capo_api::names::lb_listener_name(&lb.lb.name, port);
-    let listeners = listeners_of(s, lb).await?;
     let Some(pool_id) = listeners
-        .into_iter()
+        .iter()
         .find(|l| l.name == name)
-        .and_then(|l| l.default_pool_id)
+        .and_then(|l| l.default_pool_id.as_deref())
     else {
         return Ok(None);
     };
-    get_opt::<Pool>(s, POOL, &pool_id).await
+    get_opt::<Pool>(s, POOL, pool_id).await
 }
 
 /// Ensure the machine is a member (with `address`) of every API port's pool; one write per call.
@@ -58,8 +64,9 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
         Ok(lb) => lb,
         Err(p) => return Ok(p),
     };
+    let listeners = listeners_of(s, &lb).await?;
     for &port in t.ports {
-        let Some(pool) = pool_of(s, &lb, port).await? else {
+        let Some(pool) = pool_of(s, &lb, &listeners, port).await? else {
             return Ok(Progress::NotReady(format!("no pool yet for port {port}")));
         };
         let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
@@ -107,8 +114,9 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
     if !p.is_ready() {
         return Ok(p);
     }
+    let listeners = listeners_of(s, &lb).await?;
     for &port in t.ports {
-        let Some(pool) = pool_of(s, &lb, port).await? else {
+        let Some(pool) = pool_of(s, &lb, &listeners, port).await? else {
             continue;
         };
         let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
