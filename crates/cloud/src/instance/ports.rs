@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::owner::{ServerOwner, pick};
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::get_opt;
-use crate::ownership::Ownership;
 
 /// A port made (or adopted) for the server, and its trunk when one was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,11 +219,7 @@ async fn ensure_trunk(
                 .ctx(|| format!("create trunk {name}"))?
         }
     };
-    if owner.classify_tags(&trunk.tags) != Ownership::Ours
-        || !tags.iter().all(|t| trunk.tags.contains(t))
-    {
-        ensure_tags(s, TRUNK, &trunk.id, &trunk.tags, tags).await?;
-    }
+    ensure_tags(s, TRUNK, &trunk.id, &trunk.tags, tags).await?;
     Ok(trunk.id)
 }
 
@@ -245,5 +240,28 @@ mod tests {
             Some(json!({"capabilities": ["switchdev"], "trusted": true}))
         );
         assert_eq!(binding_profile(&BindingProfile::default()), None);
+    }
+
+    #[test]
+    fn port_security_off_and_value_specs() {
+        let spec = ResolvedPortSpec {
+            name: "m-0".into(),
+            network_id: "n".into(),
+            disable_port_security: Some(true),
+            security_groups: vec!["sg".into()],
+            vnic_type: Some("direct".into()),
+            value_specs: vec![capo_api::v1beta1::ValueSpec {
+                name: "x".into(),
+                key: "dns_name".into(),
+                value: "\"m\"".into(),
+            }],
+            ..Default::default()
+        };
+        let body = port_body(&spec).unwrap();
+        assert_eq!(body["security_groups"], json!([]));
+        assert_eq!(body["port_security_enabled"], json!(false));
+        assert_eq!(body["binding:vnic_type"], json!("direct"));
+        assert_eq!(body["dns_name"], json!("m"));
+        assert!(body.get("description").is_none());
     }
 }

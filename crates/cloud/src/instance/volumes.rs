@@ -180,3 +180,44 @@ pub(crate) async fn find_volume(
         .collect();
     pick("volume", name, found, |v| &v.id, class)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capo_api::v1beta1::{BlockDeviceStorage, BlockDeviceVolume};
+
+    #[test]
+    fn plan_names_sizes_and_zones() {
+        let root = RootVolume {
+            size_gib: 10,
+            r#type: Some("ssd".into()),
+            availability_zone: Some(VolumeAvailabilityZone {
+                from: Some(VolumeAZSource::Name),
+                name: Some("vz".into()),
+            }),
+        };
+        let dev = |name: &str, kind: &str, from| AdditionalBlockDevice {
+            name: name.into(),
+            size_gib: 2,
+            storage: BlockDeviceStorage {
+                r#type: kind.into(),
+                volume: Some(BlockDeviceVolume {
+                    availability_zone: Some(VolumeAvailabilityZone { from, name: None }),
+                    r#type: None,
+                }),
+            },
+        };
+        let devices = [
+            dev("etcd", "Volume", Some(VolumeAZSource::Machine)),
+            dev("tmp", "Local", None),
+        ];
+        let plan = plan_volumes("m", Some(&root), Some("img"), &devices, Some("az1"));
+        assert_eq!(plan.len(), 2);
+        assert_eq!(plan[0].name, "m-root");
+        assert_eq!(plan[0].availability_zone.as_deref(), Some("vz"));
+        assert_eq!(plan[0].image_id.as_deref(), Some("img"));
+        assert_eq!(plan[1].name, "m-etcd");
+        assert_eq!(plan[1].availability_zone.as_deref(), Some("az1"));
+        assert_eq!(plan[1].image_id, None);
+    }
+}
