@@ -337,8 +337,14 @@ async fn two_ports_trunk_and_allowed_address_pairs() {
     }];
     p1.tags = vec!["extra".into()];
     let ports = vec![p0, p1];
+    // The trunk create's reply is lost once: the rerun finds the trunk on the port.
+    env.sim
+        .control()
+        .add_faults(vec![lost_reply("/trunks$")])
+        .unwrap();
     let mut rec = Recorded::default();
     let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
     assert_eq!(rec.port_ids.len(), 2);
     let trunks = items(&env, "trunks");
     assert_eq!(trunks.len(), 1);
