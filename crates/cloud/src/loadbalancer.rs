@@ -13,7 +13,15 @@
 //!
 //! Nothing here waits: Octavia accepts one change at a time per load balancer and answers 409
 //! while it is `PENDING_*`, so every function makes at most one Octavia write and returns
-//! [`Progress::NotReady`]; the caller requeues and calls again.
+//! [`Progress::NotReady`]; the caller requeues and calls again. The caller calls these only
+//! when `spec.apiServerLoadBalancer.enabled` is true (and the FIP functions only when the API
+//! floating IP is not disabled).
+//!
+//! ## Request budget (capo-sim, warm session, 2 ports + floating IP; `tests/loadbalancer.rs`)
+//! Create: 10 writes (LB, then listener, pool, monitor per port, FIP allocate, tag, associate)
+//! plus reads that depend on how often the caller requeues while Octavia is busy (44 in the
+//! test). Steady reconcile: 8 GETs (LB, 2 listeners, 2 pools, 2 monitors, FIP): 1 + 3 per port
+//! + 1. Delete: FIP list/disassociate/delete, then cascade delete and one GET per requeue.
 
 pub mod balancer;
 pub mod children;

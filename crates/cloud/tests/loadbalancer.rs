@@ -145,7 +145,7 @@ async fn delete_all(
     spec: &OpenStackClusterSpec,
     c: &Cluster,
     id: Option<&str>,
-) -> usize {
+) -> (usize, usize) {
     lb::delete_api_floating_ip(&env.s, o, spec).await.unwrap();
     let mut calls = 0;
     loop {
@@ -156,8 +156,9 @@ async fn delete_all(
         }
         assert!(calls < 200, "delete did not finish");
     }
+    let lb_requests = trace(env).len();
     delete(env, o, spec, &c.rec).await.unwrap();
-    calls
+    (calls, lb_requests)
 }
 
 fn named(env: &Env, col: &str, name: &str) -> Vec<serde_json::Value> {
@@ -257,7 +258,7 @@ async fn create_steady_members_delete() {
     assert!(items(&env, "members").is_empty());
     env.sim.control().clear_requests();
 
-    let del_calls = delete_all(&env, &o, &spec, &c, Some(&l.id)).await;
+    let (del_calls, del_lb) = delete_all(&env, &o, &spec, &c, Some(&l.id)).await;
     let del = trace(&env);
     assert_eq!(
         ids(&env),
@@ -265,7 +266,7 @@ async fn create_steady_members_delete() {
         "delete leaves exactly the seeded resources"
     );
     println!(
-        "LB requests (2 ports, FIP): create {} ({create_writes} writes, {calls} calls), steady {}, delete {} ({del_calls} calls, incl. networking)",
+        "LB requests (2 ports, FIP): create {} ({create_writes} writes, {calls} calls), steady {}, delete {del_lb} ({del_calls} calls; {} with networking)",
         create.len(),
         steady.len(),
         del.len()
