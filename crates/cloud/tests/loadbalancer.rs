@@ -616,3 +616,47 @@ async fn error_status_is_reported_as_failed() {
         other => panic!("expected Failed, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn lost_replies_on_child_creates_leave_one_of_each() {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let c = networking(&env, &o, &spec).await;
+    let lost = |path: &str| FaultSpec {
+        method: Some("POST".into()),
+        path_regex: format!("/lbaas/{path}$"),
+        status: 503,
+        count: Some(1),
+        after_action: true,
+        ..Default::default()
+    };
+    env.sim
+        .control()
+        .add_faults(vec![
+            lost("listeners"),
+            lost("pools"),
+            lost("healthmonitors"),
+        ])
+        .unwrap();
+    let mut recorded: Option<String> = None;
+    let mut errors = 0;
+    for _ in 0..300 {
+        match lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, recorded.as_deref())).await
+        {
+            Ok(out) if out.progress.is_ready() => break,
+            Ok(out) => recorded = Some(out.id),
+            Err(e) => {
+                assert!(e.is_retryable(), "{e}");
+                errors += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(errors, 3, "each lost reply surfaced once");
+    for col in ["loadbalancers", "listeners", "pools", "healthmonitors"] {
+        assert_eq!(items(&env, col).len(), 1, "exactly one in {col}");
+    }
+    assert!(items(&env, "loadbalancers")[0]["provisioning_status"] == "ACTIVE");
+}
