@@ -8,10 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use capo_openstack::compute::{ServerCreate, UserData, create_server};
-use capo_openstack::network::{
-    self as net, NETWORK, Network, NetworkCreate, PORT, Port, PortCreate, SUBNET, Subnet,
-    SubnetCreate,
-};
 
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<u8>>>);
@@ -53,40 +49,7 @@ async fn no_secret_in_trace_logs() {
         .unwrap()[0]
         .clone();
     let flavor = capo_openstack::compute::list_flavors(&s).await.unwrap()[0].clone();
-    let n: Network = net::create(
-        &s,
-        NETWORK,
-        &NetworkCreate {
-            name: "n".into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let _sn: Subnet = net::create(
-        &s,
-        SUBNET,
-        &SubnetCreate {
-            name: "sn".into(),
-            network_id: n.id.clone(),
-            cidr: "10.9.0.0/24".into(),
-            ip_version: 4,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let p: Port = net::create(
-        &s,
-        PORT,
-        &PortCreate {
-            name: "p".into(),
-            network_id: n.id.clone(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (_, p) = common::network_with_port(&s, "10.9.0.0/24", "p").await;
     let spec = ServerCreate {
         name: "secret-test".into(),
         flavor_id: flavor.id,

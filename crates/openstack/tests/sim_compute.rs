@@ -4,10 +4,7 @@ mod common;
 
 use capo_openstack::TagFilter;
 use capo_openstack::compute::*;
-use capo_openstack::network::{
-    self as net, ListFilter, NETWORK, Network, NetworkCreate, PORT, Port, PortCreate, SUBNET,
-    Subnet, SubnetCreate,
-};
+use capo_openstack::network::{self as net, ListFilter, PORT, Port};
 use capo_openstack::request::Service;
 
 #[tokio::test]
@@ -49,40 +46,7 @@ async fn nova_calls() {
         .await
         .unwrap()[0]
         .clone();
-    let n: Network = net::create(
-        &s,
-        NETWORK,
-        &NetworkCreate {
-            name: "n".into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let _sn: Subnet = net::create(
-        &s,
-        SUBNET,
-        &SubnetCreate {
-            name: "sn".into(),
-            network_id: n.id.clone(),
-            cidr: "10.7.0.0/24".into(),
-            ip_version: 4,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let p: Port = net::create(
-        &s,
-        PORT,
-        &PortCreate {
-            name: "m1-0".into(),
-            network_id: n.id.clone(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let (_, p) = common::network_with_port(&s, "10.7.0.0/24", "m1-0").await;
 
     let spec = ServerCreate {
         name: "m1".into(),

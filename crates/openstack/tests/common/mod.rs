@@ -3,6 +3,10 @@
 // Test helpers: a failed setup should abort the test with a message.
 #![allow(clippy::expect_used)]
 
+use capo_openstack::network::{
+    self as net, NETWORK, Network, NetworkCreate, PORT, Port, PortCreate, SUBNET, Subnet,
+    SubnetCreate,
+};
 use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache};
 use capo_sim::{Sim, SimConfig};
 
@@ -52,4 +56,29 @@ impl Env {
             .filter(|e| e.method == method && e.path.contains(needle))
             .count()
     }
+}
+
+/// Creates a network with one IPv4 subnet (`cidr`) and a port named `port_name` on it, the
+/// minimum a server needs; returns the network and the port.
+pub async fn network_with_port(s: &Session, cidr: &str, port_name: &str) -> (Network, Port) {
+    let network = NetworkCreate {
+        name: "n".into(),
+        ..Default::default()
+    };
+    let n: Network = net::create(s, NETWORK, &network).await.expect("network");
+    let subnet = SubnetCreate {
+        name: "sn".into(),
+        network_id: n.id.clone(),
+        cidr: cidr.into(),
+        ip_version: 4,
+        ..Default::default()
+    };
+    let _: Subnet = net::create(s, SUBNET, &subnet).await.expect("subnet");
+    let port = PortCreate {
+        name: port_name.into(),
+        network_id: n.id.clone(),
+        ..Default::default()
+    };
+    let p: Port = net::create(s, PORT, &port).await.expect("port");
+    (n, p)
 }
