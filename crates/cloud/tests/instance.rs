@@ -75,20 +75,21 @@ fn port_spec(o: &ServerOwner, n: &Network, sn: &Subnet, idx: usize) -> ResolvedP
     }
 }
 
+/// The seeded Kubernetes image, resolved by a Glance name filter as a machine spec would ask.
+async fn seeded_image(env: &Env) -> String {
+    let param = ImageParam {
+        filter: Some(ImageFilter {
+            name: Some("ubuntu-2404-kube-v1.34".into()),
+            tags: vec![],
+        }),
+        ..Default::default()
+    };
+    instance::resolve_image(&env.s, &param).await.unwrap()
+}
+
 /// Image and flavor IDs as the controller records them in `status.resolved` (once).
 async fn resolve(env: &Env) -> (String, String) {
-    let image = instance::resolve_image(
-        &env.s,
-        &ImageParam {
-            filter: Some(ImageFilter {
-                name: Some("ubuntu-2404-kube-v1.34".into()),
-                tags: vec![],
-            }),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let image = seeded_image(env).await;
     let flavor = instance::resolve_flavor(&env.s, Some("m1.small"), None)
         .await
         .unwrap();
@@ -218,18 +219,7 @@ async fn boot_from_volume_with_volume_and_local_devices() {
     let o = server_owner("bfv");
     let ports = [port_spec(&o, &n, &sn, 0)];
     let s = &env.s;
-    let image = instance::resolve_image(
-        s,
-        &ImageParam {
-            filter: Some(ImageFilter {
-                name: Some("ubuntu-2404-kube-v1.34".into()),
-                tags: vec![],
-            }),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let image = seeded_image(&env).await;
     let devices = vec![
         AdditionalBlockDevice {
             name: "etcd".into(),

@@ -96,6 +96,17 @@ fn inputs<'a>(
     }
 }
 
+/// A simulator with fast delays, the cluster's networking and a converged API load balancer
+/// for `spec`, owned by `uid-1`: the starting point of the tests that change one thing after.
+async fn converged(spec: &OpenStackClusterSpec) -> (Env, Owner, Cluster, ApiLoadBalancer) {
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let c = networking(&env, &o, spec).await;
+    let (l, _) = converge(&env, &o, spec, &c, None).await;
+    (env, o, c, l)
+}
+
 /// Call `ensure_api_load_balancer` until Ready (the test waits; the library never does).
 /// Returns the result and the number of calls.
 async fn converge(
@@ -286,12 +297,8 @@ async fn create_steady_members_delete() {
 
 #[tokio::test]
 async fn monitor_change_is_reconciled() {
-    let env = env().await;
-    fast_delays(&env);
-    let o = owner("uid-1");
     let mut spec = lb_spec(APIServerLoadBalancer::default());
-    let c = networking(&env, &o, &spec).await;
-    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let (env, o, c, l) = converged(&spec).await;
     if let Some(lbs) = spec.api_server_load_balancer.as_mut() {
         lbs.monitor = Some(APIServerLoadBalancerMonitor {
             delay: Some(20),
@@ -489,12 +496,8 @@ async fn adopts_untagged_upstream_load_balancer() {
 
 #[tokio::test]
 async fn lost_reply_on_floating_ip_allocation_leaves_one() {
-    let env = env().await;
-    fast_delays(&env);
-    let o = owner("uid-1");
     let spec = lb_spec(APIServerLoadBalancer::default());
-    let c = networking(&env, &o, &spec).await;
-    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let (env, o, c, l) = converged(&spec).await;
     env.sim
         .control()
         .add_faults(vec![FaultSpec {
@@ -529,12 +532,8 @@ async fn lost_reply_on_floating_ip_allocation_leaves_one() {
 
 #[tokio::test]
 async fn user_floating_ip_is_kept_on_delete() {
-    let env = env().await;
-    fast_delays(&env);
-    let o = owner("uid-1");
     let mut spec = lb_spec(APIServerLoadBalancer::default());
-    let c = networking(&env, &o, &spec).await;
-    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let (env, o, c, l) = converged(&spec).await;
     // Allocate one address by hand, then name it in the spec.
     let ext = c.rec.external.as_ref().unwrap().id.clone();
     let mine: capo_openstack::network::FloatingIp = capo_openstack::network::create(
@@ -588,12 +587,8 @@ async fn ovn_provider_uses_source_ip_port_and_no_acl() {
 
 #[tokio::test]
 async fn error_status_is_reported_as_failed() {
-    let env = env().await;
-    fast_delays(&env);
-    let o = owner("uid-1");
     let spec = lb_spec(APIServerLoadBalancer::default());
-    let c = networking(&env, &o, &spec).await;
-    let (l, _) = converge(&env, &o, &spec, &c, None).await;
+    let (env, o, c, l) = converged(&spec).await;
     // The simulator never fails a load balancer by itself: fake Octavia's answer once.
     env.sim
         .control()
