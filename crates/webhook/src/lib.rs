@@ -1,0 +1,36 @@
+//! Validating admission webhooks for every capo kind, and the HTTPS server that serves them.
+//!
+//! The rules themselves live in [`capo_api::validation`] (pure functions, unit-tested there);
+//! this crate only turns an `AdmissionReview` into a call of
+//! [`Validate::validate_create`](capo_api::validation::Validate::validate_create) or
+//! [`validate_update`](capo_api::validation::Validate::validate_update) and the verdict back
+//! into a review, in the format the API server uses for its own field errors (reason `Invalid`,
+//! one cause per field, the field paths in the message).
+//!
+//! The URL paths and webhook names are upstream CAPO v0.14's ([`WEBHOOKS`]), so an existing
+//! `ValidatingWebhookConfiguration` keeps working when the controllers are swapped. Both
+//! `admission.k8s.io/v1` and `v1beta1` reviews are answered (upstream registers `v1beta1`).
+//!
+//! [`serve`] runs the HTTPS server (rustls with the ring provider) on the certificate pair
+//! `tls.crt`/`tls.key` of a directory, reloading it when cert-manager rotates the files;
+//! [`router`] is the same HTTP application without TLS, for tests.
+
+mod admission;
+mod error;
+mod kinds;
+mod review;
+mod server;
+mod status;
+mod tls;
+
+pub use admission::TOPOLOGY_DRY_RUN_ANNOTATION;
+pub use error::{Error, Result};
+pub use kinds::{WEBHOOKS, Webhook};
+pub use review::{
+    AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, Status, StatusCause,
+    StatusDetails,
+};
+pub use server::{
+    DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer, WebhookServerConfig, router, serve,
+};
+pub use tls::{CERT_FILE, KEY_FILE};

@@ -1,0 +1,222 @@
+//! The HTTPS server: rustls (ring) in front of the [`router`], one task per connection,
+//! graceful shutdown that lets in-flight reviews finish.
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::post;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+use crate::error::{Error, Result};
+use crate::kinds::{WEBHOOKS, Webhook};
+use crate::review::{ADMISSION_V1, ADMISSION_V1BETA1, AdmissionReview};
+use crate::tls::{ReloadingCert, provider};
+
+/// Default webhook port (controller-runtime's and upstream's `--webhook-port`).
+pub const DEFAULT_PORT: u16 = 9443;
+/// Default certificate directory (controller-runtime's and upstream's `--webhook-cert-dir`).
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+
+/// Largest review accepted: an update carries two objects of up to ~1.5 MiB each (etcd's
+/// request limit), plus the review's own fields.
+const MAX_REVIEW_BYTES: usize = 8 << 20;
+/// A client that has not finished its TLS handshake by then is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for in-flight reviews.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the webhook server listens and where it finds its certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookServerConfig {
+    /// Listen address (tests: `127.0.0.1:0`).
+    pub addr: SocketAddr,
+    /// Directory holding `tls.crt` and `tls.key`.
+    pub cert_dir: PathBuf,
+    /// How often the certificate files are checked for changes.
+    pub reload_interval: Duration,
+}
+
+impl Default for WebhookServerConfig {
+    /// `0.0.0.0:9443`, `/tmp/k8s-webhook-server/serving-certs`, checked every 10 s.
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, DEFAULT_PORT)),
+            cert_dir: PathBuf::from(DEFAULT_CERT_DIR),
+            reload_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The webhooks' HTTP application: `POST <path>` with an `AdmissionReview` per [`WEBHOOKS`].
+pub fn router() -> Router {
+    let mut router = Router::new();
+    for hook in &WEBHOOKS {
+        router = router.route(
+            hook.path,
+            post(move |body: Bytes| async move { handle(hook, &body) }),
+        );
+    }
+    router.layer(DefaultBodyLimit::max(MAX_REVIEW_BYTES))
+}
+
+fn handle(hook: &'static Webhook, body: &[u8]) -> Response {
+    let review: AdmissionReview = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(e) => {
+            let message = format!("{}: body is not an AdmissionReview: {e}", hook.path);
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    if review.api_version != ADMISSION_V1 && review.api_version != ADMISSION_V1BETA1 {
+        let message = format!(
+            "unsupported AdmissionReview version {:?}; expected {ADMISSION_V1} or {ADMISSION_V1BETA1}",
+            review.api_version
+        );
+        return (StatusCode::BAD_REQUEST, message).into_response();
+    }
+    let Some(request) = review.request else {
+        return (StatusCode::BAD_REQUEST, "AdmissionReview without a request").into_response();
+    };
+    let response = hook.review(&request);
+    tracing::debug!(
+        webhook = hook.name,
+        operation = %request.operation,
+        namespace = %request.namespace,
+        name = %request.name,
+        allowed = response.allowed,
+        "admission review"
+    );
+    Json(AdmissionReview {
+        api_version: review.api_version,
+        kind: "AdmissionReview".to_owned(),
+        request: None,
+        response: Some(response),
+    })
+    .into_response()
+}
+
+/// A bound webhook server, not yet serving; [`WebhookServer::local_addr`] tells the port.
+pub struct WebhookServer {
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    cert: Arc<ReloadingCert>,
+    reload_interval: Duration,
+}
+
+impl std::fmt::Debug for WebhookServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookServer")
+            .field("listener", &self.listener)
+            .field("reload_interval", &self.reload_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookServer {
+    /// Loads the certificate and binds the listen address.
+    pub async fn bind(config: &WebhookServerConfig) -> Result<Self> {
+        let provider = provider();
+        let cert = Arc::new(ReloadingCert::load(&config.cert_dir, provider.clone()).await?);
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|source| Error::Tls {
+                dir: config.cert_dir.clone(),
+                source,
+            })?
+            .with_no_client_auth()
+            .with_cert_resolver(cert.clone());
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: config.addr,
+                source,
+            })?;
+        Ok(Self {
+            listener,
+            acceptor: TlsAcceptor::from(Arc::new(tls)),
+            cert,
+            reload_interval: config.reload_interval,
+        })
+    }
+
+    /// The address actually bound (the port chosen for `:0`).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().map_err(Error::LocalAddr)
+    }
+
+    /// Serves until `shutdown` completes, then waits (up to 10 s) for in-flight reviews.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let reload = tokio::spawn(self.cert.clone().watch(self.reload_interval));
+        let app = router();
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let conn = serve_connection(
+                            self.acceptor.clone(), stream, app.clone(), graceful.watcher(),
+                        );
+                        tokio::spawn(async move {
+                            if let Err(err) = conn.await {
+                                tracing::debug!(%peer, %err, "webhook connection ended with an error");
+                            }
+                        });
+                    }
+                    // Running out of file descriptors and the like pass; do not spin meanwhile.
+                    Err(err) => {
+                        tracing::warn!(%err, "accepting a webhook connection failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+            }
+        }
+        reload.abort();
+        if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("webhook connections still open after the drain timeout; dropping them");
+        }
+        Ok(())
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Handshake, then HTTP/1.1 or HTTP/2 on one connection, tracked by the shutdown watcher.
+async fn serve_connection(
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    app: Router,
+    watcher: Watcher,
+) -> Result<(), BoxError> {
+    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+        .await
+        .map_err(|_| "TLS handshake timed out")??;
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder
+        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+        .into_owned();
+    watcher.watch(conn).await
+}
+
+/// Loads the certificate, listens on `config.addr` and serves the webhooks until `shutdown`
+/// completes.
+pub async fn serve(config: WebhookServerConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
+    WebhookServer::bind(&config).await?.run(shutdown).await
+}
