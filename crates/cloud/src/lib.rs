@@ -39,6 +39,7 @@ pub mod loadbalancer;
 pub mod networking;
 pub mod ownership;
 pub mod plan;
+pub mod probe;
 
 pub use error::{Error, Result};
 pub use ownership::{OWNER_TAG_PREFIX, Owner, Ownership};

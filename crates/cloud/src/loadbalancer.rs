@@ -31,7 +31,8 @@ pub mod members;
 
 pub use balancer::{ApiLoadBalancer, LbInputs, delete_api_load_balancer, ensure_api_load_balancer};
 pub use floating_ip::{
-    ApiFloatingIp, associate_api_floating_ip, delete_api_floating_ip, ensure_api_floating_ip,
+    ApiFloatingIp, FipTarget, Purpose, associate_api_floating_ip, delete_api_floating_ip,
+    delete_floating_ips, ensure_api_floating_ip, ensure_floating_ip,
 };
 pub use members::{delete_member, ensure_member};
 

@@ -1,4 +1,5 @@
-//! The API server floating IP (on the load balancer's VIP port).
+//! The API server floating IP (on the load balancer's VIP port), and the bastion's, which
+//! follows the same rules with its own description ([`Purpose`]).
 //!
 //! Two steps, so a crash never allocates twice: [`ensure_api_floating_ip`] finds or allocates
 //! the floating IP and returns it for the caller to record in status, then
@@ -28,18 +29,45 @@ pub struct ApiFloatingIp {
     pub ours: bool,
 }
 
+/// What a cluster-level floating IP is for; each purpose has its own description, so the API
+/// server's and the bastion's are never mistaken for each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The control-plane endpoint.
+    ApiServer,
+    /// The bastion host.
+    Bastion,
+}
+
+impl Purpose {
+    fn what(self) -> &'static str {
+        match self {
+            Purpose::ApiServer => "API server",
+            Purpose::Bastion => "bastion",
+        }
+    }
+}
+
 /// Description that marks a floating IP as allocated by this cluster for its API server.
 pub fn ours_description(owner: &Owner) -> String {
+    description(owner, Purpose::ApiServer)
+}
+
+/// Description that marks a floating IP as allocated by this cluster for `purpose`.
+pub fn description(owner: &Owner, purpose: Purpose) -> String {
     format!(
-        "capo API server floating IP of OpenStackCluster {}/{} ({})",
-        owner.namespace, owner.name, owner.uid
+        "capo {} floating IP of OpenStackCluster {}/{} ({})",
+        purpose.what(),
+        owner.namespace,
+        owner.name,
+        owner.uid
     )
 }
 
-fn wrap(owner: &Owner, spec: &OpenStackClusterSpec, f: FloatingIp) -> ApiFloatingIp {
-    let user = spec.api_server_floating_ip.as_deref() == Some(f.floating_ip_address.as_str());
+fn wrap(owner: &Owner, purpose: Purpose, requested: Option<&str>, f: FloatingIp) -> ApiFloatingIp {
+    let user = requested == Some(f.floating_ip_address.as_str());
     ApiFloatingIp {
-        ours: !user && f.description == ours_description(owner),
+        ours: !user && f.description == description(owner, purpose),
         id: f.id,
         ip: f.floating_ip_address,
         port_id: f.port_id,
@@ -62,23 +90,54 @@ pub async fn ensure_api_floating_ip(
     vip_port_id: &str,
     recorded_ip: Option<&str>,
 ) -> Result<ApiFloatingIp> {
-    let wanted = spec
-        .api_server_floating_ip
-        .as_deref()
-        .filter(|a| !a.is_empty());
+    let target = FipTarget {
+        purpose: Purpose::ApiServer,
+        requested: spec.api_server_floating_ip.as_deref(),
+        external_network_id,
+        port_id: vip_port_id,
+        recorded_ip,
+    };
+    ensure_floating_ip(s, owner, &target).await
+}
+
+/// Where a cluster-level floating IP goes and what is known of it.
+#[derive(Debug, Clone, Copy)]
+pub struct FipTarget<'a> {
+    /// What it is for.
+    pub purpose: Purpose,
+    /// The address the user asked for (`spec.apiServerFloatingIP`, `spec.bastion.floatingIP`).
+    pub requested: Option<&'a str>,
+    /// Network to allocate from.
+    pub external_network_id: &'a str,
+    /// Port it goes to (empty: not known yet).
+    pub port_id: &'a str,
+    /// Address recorded in status.
+    pub recorded_ip: Option<&'a str>,
+}
+
+/// Find or allocate a floating IP for `t.purpose`, with the same preference order as
+/// [`ensure_api_floating_ip`].
+pub async fn ensure_floating_ip(
+    s: &Session,
+    owner: &Owner,
+    t: &FipTarget<'_>,
+) -> Result<ApiFloatingIp> {
+    let (purpose, external_network_id, vip_port_id, recorded_ip) =
+        (t.purpose, t.external_network_id, t.port_id, t.recorded_ip);
+    let wanted = t.requested.filter(|a| !a.is_empty());
     if let Some(addr) = wanted.or(recorded_ip.filter(|a| !a.is_empty())) {
         let f = ListFilter::default().with("floating_ip_address", addr);
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
-            return Ok(wrap(owner, spec, fip));
+            return Ok(wrap(owner, purpose, wanted, fip));
         }
     }
     if !vip_port_id.is_empty() {
         let f = ListFilter::default().with("port_id", vip_port_id);
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
-            return Ok(wrap(owner, spec, fip));
+            return Ok(wrap(owner, purpose, wanted, fip));
         }
     }
-    let desc = ours_description(owner);
+    let desc = description(owner, purpose);
     if wanted.is_none() {
         let f = ListFilter {
             description: Some(desc.clone()),
@@ -91,7 +150,7 @@ pub async fn ensure_api_floating_ip(
                     .await
                     .ctx(|| format!("tag floating IP {}", fip.id))?;
             }
-            return Ok(wrap(owner, spec, fip));
+            return Ok(wrap(owner, purpose, wanted, fip));
         }
     }
     let body = FloatingIpCreate {
@@ -100,8 +159,10 @@ pub async fn ensure_api_floating_ip(
         // A user-requested address is the user's: it is not marked as ours, never deleted.
         description: Some(if wanted.is_some() {
             format!(
-                "API server floating IP requested by OpenStackCluster {}/{}",
-                owner.namespace, owner.name
+                "{} floating IP requested by OpenStackCluster {}/{}",
+                purpose.what(),
+                owner.namespace,
+                owner.name
             )
         } else {
             desc
@@ -110,13 +171,13 @@ pub async fn ensure_api_floating_ip(
     };
     let fip: FloatingIp = net::create(s, FLOATING_IP, &body)
         .await
-        .ctx(|| "allocate API server floating IP".into())?;
+        .ctx(|| format!("allocate {} floating IP", purpose.what()))?;
     if wanted.is_none() {
         net::replace_tags(s, FLOATING_IP, &fip.id, &owner.desired_tags())
             .await
             .ctx(|| format!("tag floating IP {}", fip.id))?;
     }
-    Ok(wrap(owner, spec, fip))
+    Ok(wrap(owner, purpose, wanted, fip))
 }
 
 /// Associate the floating IP with the VIP port (no request when it already is).
@@ -143,12 +204,24 @@ pub async fn delete_api_floating_ip(
     owner: &Owner,
     spec: &OpenStackClusterSpec,
 ) -> Result<()> {
+    let requested = spec.api_server_floating_ip.as_deref();
+    delete_floating_ips(s, owner, Purpose::ApiServer, requested).await
+}
+
+/// Disassociate and delete every floating IP this cluster allocated for `purpose`; the
+/// `requested` (user's) address is never touched. Absent is success.
+pub async fn delete_floating_ips(
+    s: &Session,
+    owner: &Owner,
+    purpose: Purpose,
+    requested: Option<&str>,
+) -> Result<()> {
     let f = ListFilter {
-        description: Some(ours_description(owner)),
+        description: Some(description(owner, purpose)),
         ..Default::default()
     };
     for fip in list_fips(s, f).await? {
-        let fip = wrap(owner, spec, fip);
+        let fip = wrap(owner, purpose, requested, fip);
         if !fip.ours {
             continue;
         }

@@ -1,0 +1,113 @@
+//! The create/update path of an OpenStackCluster.
+
+use capo_api::constants::condition_types::{API_ENDPOINT_READY, READY};
+use capo_api::v1beta1::{Initialization, OpenStackCluster};
+use capo_openstack::Session;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+
+use super::bastion::{BastionStep, reconcile_bastion};
+use super::endpoint::{Step, reconcile_endpoint, reconcile_failure_domains};
+use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
+use super::scope::Scope;
+use super::steady::{fingerprint, is_steady};
+use crate::conditions::State;
+use crate::context::Context;
+use crate::credentials::session_for;
+use crate::error::Result;
+
+/// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
+pub(super) async fn apply(osc: &OpenStackCluster, ctx: &Context) -> Result<Action> {
+    let mut scope = Scope::new(ctx, osc);
+    match apply_steps(&mut scope).await {
+        Ok(action) => Ok(action),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
+    let object = format!(
+        "OpenStackCluster {}/{}",
+        scope.owner.namespace, scope.owner.name
+    );
+    let s = session_for(
+        scope.ctx,
+        &object,
+        &scope.owner.namespace,
+        &scope.osc.spec.identity_ref,
+    )
+    .await?;
+    let key = scope.key();
+    let fp = fingerprint(scope.osc, &scope.status)?;
+    if scope.status.ready && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
+        return finish(scope, &s, false).await;
+    }
+    reconcile_network(scope, &s).await?;
+    reconcile_router(scope, &s).await?;
+    reconcile_security_groups(scope, &s).await?;
+    match reconcile_endpoint(scope, &s).await? {
+        Step::Done => {}
+        Step::Wait(why) => {
+            return wait(scope, API_ENDPOINT_READY, "LoadBalancerNotReady", why).await;
+        }
+        Step::Stuck(why) => {
+            scope.set(
+                API_ENDPOINT_READY,
+                State::error("LoadBalancerFailed", why.clone()),
+            );
+            scope.set(READY, State::error("LoadBalancerFailed", why.clone()));
+            scope.flush().await?;
+            scope
+                .event(
+                    EventType::Warning,
+                    "LoadBalancerFailed",
+                    "Reconcile",
+                    Some(why),
+                )
+                .await;
+            return Ok(Action::requeue(scope.ctx.options.slow_retry));
+        }
+    }
+    reconcile_failure_domains(scope, &s).await?;
+    if !scope.status.ready {
+        scope
+            .event(
+                EventType::Normal,
+                "Provisioned",
+                "Reconcile",
+                Some("cluster infrastructure is ready".into()),
+            )
+            .await;
+    }
+    scope.status.ready = true;
+    scope.status.initialization = Some(Initialization {
+        provisioned: Some(true),
+    });
+    scope.set(READY, State::True);
+    scope.flush().await?;
+    finish(scope, &s, true).await
+}
+
+/// Bastion (after Ready, as upstream: a cluster does not wait for its bastion), then record
+/// convergence.
+async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Action> {
+    scope.step = super::bastion::BASTION_READY;
+    let bastion = reconcile_bastion(scope, s).await?;
+    scope.flush().await?;
+    let key = scope.key();
+    if bastion == BastionStep::Wait {
+        return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+    }
+    let fp = fingerprint(scope.osc, &scope.status)?;
+    scope.ctx.set_converged(&key, fp, verified);
+    Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+async fn wait(scope: &mut Scope<'_>, condition: &str, reason: &str, why: String) -> Result<Action> {
+    scope.set(condition, State::info(reason, why.clone()));
+    if !scope.status.ready {
+        scope.set(READY, State::info(reason, why));
+    }
+    scope.flush().await?;
+    Ok(Action::requeue(scope.ctx.options.requeue_pending))
+}

@@ -1,0 +1,266 @@
+//! The bastion: an OpenStackServer `<cluster>-bastion` owned by the OpenStackCluster, plus its
+//! floating IP.
+//!
+//! The server is recreated only when the operator changes `spec.bastion` (its `spec` or
+//! `availabilityZone`): the hash of those fields is kept in an annotation on the
+//! OpenStackServer. Derived inputs (network or security-group IDs) moving do not recreate it
+//! (upstream recreates on any difference of the derived spec). A bastion created by upstream
+//! has no such annotation; it is adopted by writing the hash.
+
+use std::collections::BTreeMap;
+
+use capo_api::constants::CLUSTER_NAME_LABEL;
+use capo_api::names::bastion_server_name;
+use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
+use capo_api::v1beta1::{Bastion, BastionStatus};
+use capo_cloud::loadbalancer::{self as lb, FipTarget, Purpose};
+use capo_openstack::Session;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use sha2::{Digest, Sha256};
+
+use super::scope::Scope;
+use crate::conditions::State;
+use crate::error::{Error, KubeContext, Result};
+use crate::server_spec::{Derivation, server_spec};
+
+/// Annotation on the bastion OpenStackServer: hash of the operator's bastion spec.
+pub const BASTION_HASH_ANNOTATION: &str = "infrastructure.cluster.x-k8s.io/capo-bastion-spec-hash";
+
+/// Condition reporting the bastion (only present when a bastion is configured).
+pub const BASTION_READY: &str = "BastionReady";
+
+/// What the bastion step asks of the caller.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum BastionStep {
+    /// Nothing left to do now.
+    Done,
+    /// Waiting for the server (being built, replaced or deleted).
+    Wait,
+}
+
+fn enabled(b: Option<&Bastion>) -> bool {
+    b.is_some_and(|b| b.enabled != Some(false) && b.spec.is_some())
+}
+
+fn spec_hash(b: &Bastion) -> Result<String> {
+    let v = serde_json::to_vec(&(&b.spec, &b.availability_zone)).map_err(|source| {
+        Error::Serialize {
+            what: "bastion spec",
+            source,
+        }
+    })?;
+    Ok(format!("{:x}", Sha256::digest(v)))
+}
+
+/// Reconcile the bastion (create, replace on operator change, delete when disabled) and copy
+/// its state into `status.bastion`.
+pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Result<BastionStep> {
+    let api: Api<OpenStackServer> =
+        Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let name = bastion_server_name(&scope.owner.name);
+    let existing = api
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get OpenStackServer {name}"))?;
+    let bastion = scope.osc.spec.bastion.clone();
+    let Some(b) = bastion.filter(|b| enabled(Some(b))) else {
+        return remove_bastion(scope, s, &api, existing).await;
+    };
+    let hash = spec_hash(&b)?;
+    let Some(server) = existing else {
+        create_bastion(scope, &api, &name, &b, &hash).await?;
+        scope.set(
+            BASTION_READY,
+            State::info("Creating", "bastion server requested"),
+        );
+        return Ok(BastionStep::Wait);
+    };
+    if server.metadata.deletion_timestamp.is_some() {
+        scope.set(
+            BASTION_READY,
+            State::info("Replacing", "previous bastion server is being deleted"),
+        );
+        return Ok(BastionStep::Wait);
+    }
+    match server.annotations().get(BASTION_HASH_ANNOTATION) {
+        None => {
+            let patch =
+                serde_json::json!({"metadata": {"annotations": {BASTION_HASH_ANNOTATION: hash}}});
+            crate::status::merge_patch(&api, &name, patch).await?;
+        }
+        Some(h) if *h != hash => {
+            tracing::info!(server = %name, "bastion spec changed; replacing the bastion");
+            api.delete(&name, &DeleteParams::background())
+                .await
+                .kctx(|| format!("delete OpenStackServer {name}"))?;
+            scope.set(
+                BASTION_READY,
+                State::info("Replacing", "bastion spec changed"),
+            );
+            return Ok(BastionStep::Wait);
+        }
+        Some(_) => {}
+    }
+    let st = server.status.clone().unwrap_or_default();
+    let mut bs = bastion_status(&name, &server, &st);
+    bs.floating_ip = scope
+        .status
+        .bastion
+        .as_ref()
+        .and_then(|b| b.floating_ip.clone());
+    if !st.ready {
+        scope.status.bastion = Some(bs);
+        scope.set(
+            BASTION_READY,
+            State::info(
+                "Waiting",
+                format!(
+                    "bastion server is {}",
+                    st.instance_state.as_deref().unwrap_or("being created")
+                ),
+            ),
+        );
+        return Ok(BastionStep::Wait);
+    }
+    if bs.floating_ip.is_none() && scope.osc.spec.disable_external_network != Some(true) {
+        bs.floating_ip = Some(bastion_floating_ip(scope, s, &b, &st).await?);
+    }
+    scope.status.bastion = Some(bs);
+    scope.set(BASTION_READY, State::True);
+    Ok(BastionStep::Done)
+}
+
+fn bastion_status(
+    name: &str,
+    server: &OpenStackServer,
+    st: &OpenStackServerStatus,
+) -> BastionStatus {
+    BastionStatus {
+        floating_ip: None,
+        id: st.instance_id.clone(),
+        ip: st
+            .addresses
+            .iter()
+            .find(|a| a.r#type == "InternalIP")
+            .map(|a| a.address.clone()),
+        name: Some(name.to_owned()),
+        resolved: st.resolved.clone(),
+        resources: st.resources.clone(),
+        ssh_key_name: Some(server.spec.ssh_key_name.clone()).filter(|k| !k.is_empty()),
+        state: st.instance_state.clone(),
+    }
+}
+
+async fn bastion_floating_ip(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    b: &Bastion,
+    st: &OpenStackServerStatus,
+) -> Result<String> {
+    let Some(ext) = scope.status.external_network.clone() else {
+        return Err(Error::InvalidSpec(
+            "the bastion floating IP needs an external network".into(),
+        ));
+    };
+    let Some(port) = st.resources.as_ref().and_then(|r| r.ports.first()) else {
+        return Err(Error::InvalidSpec(
+            "the bastion server has no port for its floating IP".into(),
+        ));
+    };
+    let target = FipTarget {
+        purpose: Purpose::Bastion,
+        requested: b.floating_ip.as_deref(),
+        external_network_id: &ext.id,
+        port_id: &port.id,
+        recorded_ip: None,
+    };
+    let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
+    lb::associate_api_floating_ip(s, &fip, &port.id).await?;
+    Ok(fip.ip)
+}
+
+async fn create_bastion(
+    scope: &mut Scope<'_>,
+    api: &Api<OpenStackServer>,
+    name: &str,
+    b: &Bastion,
+    hash: &str,
+) -> Result<()> {
+    let Some(machine_spec) = b.spec.as_ref() else {
+        return Ok(());
+    };
+    let d = Derivation {
+        cluster_identity: Some(&scope.osc.spec.identity_ref),
+        cluster_tags: &scope.osc.spec.tags,
+        availability_zone: b.availability_zone.as_deref(),
+        user_data_secret: None,
+        cluster_network_id: scope.status.network.as_ref().map(|n| n.id.as_str()),
+        default_security_group_id: scope
+            .status
+            .bastion_security_group
+            .as_ref()
+            .map(|g| g.id.as_str()),
+        cluster_disables_port_security: scope.osc.spec.disable_port_security == Some(true),
+    };
+    let spec = server_spec(machine_spec, &d)
+        .map_err(|e| Error::InvalidSpec(format!("spec.bastion.{e}")))?;
+    let cluster = scope
+        .osc
+        .labels()
+        .get(CLUSTER_NAME_LABEL)
+        .cloned()
+        .unwrap_or_else(|| scope.owner.name.clone());
+    let server = OpenStackServer {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(scope.owner.namespace.clone()),
+            labels: Some(BTreeMap::from([(CLUSTER_NAME_LABEL.to_owned(), cluster)])),
+            annotations: Some(BTreeMap::from([(
+                BASTION_HASH_ANNOTATION.to_owned(),
+                hash.to_owned(),
+            )])),
+            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    };
+    match api.create(&PostParams::default(), &server).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(ae)) if ae.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(format!("create OpenStackServer {name}"), e)),
+    }
+}
+
+/// Bastion disabled or removed: delete the server, then the floating IP this cluster
+/// allocated for it (a requested address is the user's and stays).
+pub(super) async fn remove_bastion(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    api: &Api<OpenStackServer>,
+    existing: Option<OpenStackServer>,
+) -> Result<BastionStep> {
+    if let Some(server) = existing {
+        if server.metadata.deletion_timestamp.is_none() {
+            api.delete(&server.name_any(), &DeleteParams::background())
+                .await
+                .kctx(|| format!("delete OpenStackServer {}", server.name_any()))?;
+        }
+        return Ok(BastionStep::Wait);
+    }
+    // Only when a bastion existed: a steady cluster without bastion makes no request here.
+    if scope.status.bastion.is_some() {
+        let requested = scope
+            .osc
+            .spec
+            .bastion
+            .as_ref()
+            .and_then(|b| b.floating_ip.as_deref());
+        lb::delete_floating_ips(s, &scope.owner, Purpose::Bastion, requested).await?;
+    }
+    scope.status.bastion = None;
+    crate::conditions::remove(&mut scope.status.conditions, BASTION_READY);
+    Ok(BastionStep::Done)
+}

@@ -1,0 +1,77 @@
+//! Steady reconciles of a converged cluster cost at most two OpenStack requests.
+//!
+//! After a full reconcile converges, the fingerprint of what it depended on (spec without the
+//! endpoint it wrote itself, and status without conditions) is kept in memory. A later
+//! reconcile with the same fingerprint, within the verification period, only probes the
+//! network and the API load balancer ([`capo_cloud::probe`]).
+
+use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
+use capo_cloud::probe::{ProbeTargets, cluster_drift};
+use capo_openstack::Session;
+use sha2::{Digest, Sha256};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned.
+pub(super) fn fingerprint(
+    osc: &OpenStackCluster,
+    status: &OpenStackClusterStatus,
+) -> Result<String> {
+    let mut spec = osc.spec.clone();
+    spec.control_plane_endpoint = None;
+    let mut status = status.clone();
+    status.conditions.clear();
+    let ser = |v: serde_json::Result<Vec<u8>>| {
+        v.map_err(|source| Error::Serialize {
+            what: "fingerprint",
+            source,
+        })
+    };
+    let mut h = Sha256::new();
+    h.update(osc.metadata.uid.as_deref().unwrap_or_default());
+    h.update(ser(serde_json::to_vec(&spec))?);
+    h.update(ser(serde_json::to_vec(&status))?);
+    let mut ann: Vec<(&String, &String)> = osc
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.contains("capo"))
+        .collect();
+    ann.sort();
+    h.update(ser(serde_json::to_vec(&ann))?);
+    Ok(format!("{:x}", h.finalize()))
+}
+
+/// True when the cluster converged with this fingerprint, was verified recently, and the
+/// probe found no drift. On drift the memo is dropped (the caller runs a full reconcile).
+pub(super) async fn is_steady(
+    ctx: &Context,
+    key: &str,
+    fp: &str,
+    status: &OpenStackClusterStatus,
+    s: &Session,
+) -> Result<bool> {
+    let Some(c) = ctx.converged(key) else {
+        return Ok(false);
+    };
+    if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
+        return Ok(false);
+    }
+    let targets = ProbeTargets {
+        network_id: status.network.as_ref().map(|n| n.id.as_str()),
+        load_balancer_id: status
+            .api_server_load_balancer
+            .as_ref()
+            .map(|l| l.id.as_str()),
+    };
+    match cluster_drift(s, targets).await? {
+        None => Ok(true),
+        Some(drift) => {
+            tracing::info!(%drift, "drift found; full reconcile");
+            ctx.forget_converged(key);
+            Ok(false)
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! What every reconcile shares: the Kubernetes client, the OpenStack session cache, options,
+//! per-object backoff and the memo of converged fingerprints.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use capo_openstack::SessionCache;
+use capo_openstack::credentials::NilSelectorPolicy;
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+
+use crate::backoff::Backoff;
+use crate::metrics::ReconcileMetrics;
+
+/// Field manager of every write the controllers make (server-side apply and patches).
+pub const FIELD_MANAGER: &str = "capo-controller-manager";
+
+/// Tunables of the controllers. `Default` gives production values.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Requeue while the cloud works (Octavia PENDING_*, server BUILD, deletes in progress).
+    pub requeue_pending: Duration,
+    /// Requeue of a converged object (upstream `--sync-period`, 10 minutes).
+    pub sync_period: Duration,
+    /// A converged object whose spec did not change is fully re-verified against the cloud at
+    /// most this often; in between, a steady reconcile only probes its key resources.
+    pub verify_period: Duration,
+    /// First and last delay of the error backoff.
+    pub backoff_min: Duration,
+    /// See `backoff_min`.
+    pub backoff_max: Duration,
+    /// Backoff of capacity failures (NoValidHost, quota): these clear only when capacity is
+    /// freed, so they are retried slowly but forever.
+    pub slow_retry: Duration,
+    /// What a nil `namespaceSelector` of an OpenStackClusterIdentity means.
+    pub nil_selector_policy: NilSelectorPolicy,
+    /// Only objects whose `cluster.x-k8s.io/watch-filter` label equals this are reconciled
+    /// (upstream `--watch-filter`).
+    pub watch_filter: Option<String>,
+    /// Restrict watches to one namespace (upstream `--namespace`).
+    pub namespace: Option<String>,
+    /// Concurrent reconciles per controller.
+    pub concurrency: u16,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            requeue_pending: Duration::from_secs(5),
+            sync_period: Duration::from_secs(600),
+            verify_period: Duration::from_secs(3600),
+            backoff_min: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+            slow_retry: Duration::from_secs(120),
+            nil_selector_policy: NilSelectorPolicy::Deny,
+            watch_filter: None,
+            namespace: None,
+            concurrency: 10,
+        }
+    }
+}
+
+/// Converged state of one object, kept in memory: after a restart every object gets one
+/// full reconcile, which is exactly what upstream does on every reconcile.
+#[derive(Debug, Clone)]
+pub struct Converged {
+    /// Fingerprint of everything the reconcile depended on (spec, generation, recorded IDs).
+    pub fingerprint: String,
+    /// When the cloud was last fully verified.
+    pub verified_at: Instant,
+}
+
+/// The shared context of the controllers.
+pub struct Context {
+    /// Kubernetes client.
+    pub client: Client,
+    /// OpenStack sessions keyed by credentials.
+    pub sessions: Arc<SessionCache>,
+    /// Tunables.
+    pub options: Options,
+    /// Per-object error backoff.
+    pub backoff: Backoff,
+    /// Reconcile metrics.
+    pub metrics: ReconcileMetrics,
+    recorder: Recorder,
+    converged: Mutex<HashMap<String, Converged>>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// A context for the controllers.
+    pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
+        let backoff = Backoff::new(options.backoff_min, options.backoff_max);
+        Arc::new(Self {
+            client: client.clone(),
+            sessions,
+            options,
+            backoff,
+            metrics: ReconcileMetrics::default(),
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: FIELD_MANAGER.into(),
+                    instance: std::env::var("POD_NAME").ok(),
+                },
+            ),
+            converged: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// An event recorder for this manager.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The converged record of `key` (an object UID plus a scope), if any.
+    pub fn converged(&self, key: &str) -> Option<Converged> {
+        self.converged
+            .lock()
+            .map(|m| m.get(key).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Record that `key` converged with `fingerprint` (verified now when `verified`).
+    pub fn set_converged(&self, key: &str, fingerprint: String, verified: bool) {
+        if let Ok(mut m) = self.converged.lock() {
+            let verified_at = match (verified, m.get(key)) {
+                (false, Some(prev)) if prev.fingerprint == fingerprint => prev.verified_at,
+                _ => Instant::now(),
+            };
+            m.insert(
+                key.to_owned(),
+                Converged {
+                    fingerprint,
+                    verified_at,
+                },
+            );
+        }
+    }
+
+    /// Forget `key` (spec changed, drift found, object deleted).
+    pub fn forget_converged(&self, key: &str) {
+        if let Ok(mut m) = self.converged.lock() {
+            m.remove(key);
+        }
+    }
+}

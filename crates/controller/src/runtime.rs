@@ -1,0 +1,78 @@
+//! What every controller shares at runtime: the error policy (backoff), instrumentation, the
+//! watch configuration (namespace, watch filter) and the pause checks.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use kube::runtime::controller::Action;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+
+use crate::context::Context;
+use crate::error::Error;
+
+/// Label of upstream's `--watch-filter`.
+pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
+
+/// Watch configuration honouring `--watch-filter`.
+pub fn watcher_config(ctx: &Context) -> watcher::Config {
+    let wc = watcher::Config::default().any_semantic();
+    match &ctx.options.watch_filter {
+        Some(v) => wc.labels(&format!("{WATCH_FILTER_LABEL}={v}")),
+        None => wc,
+    }
+}
+
+/// Requeue after a failed reconcile: the cloud's Retry-After, else a slow retry for capacity
+/// problems and errors only a spec change can fix, else per-object exponential backoff.
+pub fn error_policy<K: Resource>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+    let key = obj.meta().uid.clone().unwrap_or_default();
+    if let Some(after) = err.retry_after() {
+        return Action::requeue(after);
+    }
+    if err.is_slow_retry() || err.is_terminal() {
+        return Action::requeue(ctx.options.slow_retry.max(ctx.backoff.next(&key)));
+    }
+    Action::requeue(ctx.backoff.next(&key))
+}
+
+/// Run `f` with metrics, logging and backoff reset on success.
+pub async fn instrumented<K, F>(
+    controller: &'static str,
+    obj: &K,
+    ctx: &Context,
+    f: F,
+) -> Result<Action, Error>
+where
+    K: Resource,
+    F: std::future::Future<Output = Result<Action, Error>>,
+{
+    let started = Instant::now();
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let ns = obj.meta().namespace.clone().unwrap_or_default();
+    let out = f.await;
+    let secs = started.elapsed().as_secs_f64();
+    match &out {
+        Ok(action) => {
+            ctx.backoff
+                .reset(obj.meta().uid.as_deref().unwrap_or_default());
+            ctx.metrics.observe(controller, secs, None);
+            tracing::debug!(controller, namespace = %ns, name = %name, ?action, secs, "reconciled");
+        }
+        Err(e) => {
+            ctx.metrics.observe(controller, secs, Some(e.category()));
+            if e.is_conflict() {
+                tracing::debug!(controller, namespace = %ns, name = %name, error = %e, "conflict; retrying");
+            } else {
+                tracing::warn!(controller, namespace = %ns, name = %name, error = %e, "reconcile failed");
+            }
+        }
+    }
+    out
+}
+
+/// Whether `obj` carries Cluster API's paused annotation.
+pub fn has_paused_annotation<K: Resource>(obj: &K) -> bool {
+    obj.annotations()
+        .contains_key(capo_api::constants::PAUSED_ANNOTATION)
+}

@@ -1,0 +1,159 @@
+//! OpenStackMachineSpec (of a machine or of the bastion) → OpenStackServerSpec, as upstream
+//! derives it: ports default to one port on the cluster network, a port without a network gets
+//! the cluster network, a port without security groups gets the managed group of its role
+//! (unless port security is disabled), tags are the machine's then the cluster's.
+
+use capo_api::v1alpha1::OpenStackServerSpec;
+use capo_api::v1beta1::{
+    LocalObjectReference, NetworkParam, OpenStackIdentityReference, OpenStackMachineSpec, PortOpts,
+};
+
+/// What the derivation needs besides the machine spec.
+#[derive(Debug, Clone, Default)]
+pub struct Derivation<'a> {
+    /// identityRef to use when the machine names none (the cluster's).
+    pub cluster_identity: Option<&'a OpenStackIdentityReference>,
+    /// The cluster's `spec.tags`.
+    pub cluster_tags: &'a [String],
+    /// Availability zone (Machine.spec.failureDomain, or the bastion's).
+    pub availability_zone: Option<&'a str>,
+    /// Bootstrap data Secret.
+    pub user_data_secret: Option<&'a str>,
+    /// The cluster network's ID (status.network.id).
+    pub cluster_network_id: Option<&'a str>,
+    /// The managed security group of the machine's role, if groups are managed.
+    pub default_security_group_id: Option<&'a str>,
+    /// The cluster disables port security by default.
+    pub cluster_disables_port_security: bool,
+}
+
+/// Derive the server spec. Errors name the missing input (e.g. no identityRef anywhere).
+pub fn server_spec(
+    spec: &OpenStackMachineSpec,
+    d: &Derivation<'_>,
+) -> Result<OpenStackServerSpec, String> {
+    let identity_ref = spec
+        .identity_ref
+        .clone()
+        .or_else(|| d.cluster_identity.cloned())
+        .ok_or_else(|| "spec.identityRef: Required value: neither the machine nor its cluster names an identity".to_owned())?;
+    let mut ports = if spec.ports.is_empty() {
+        vec![PortOpts::default()]
+    } else {
+        spec.ports.clone()
+    };
+    for p in &mut ports {
+        if p.network.is_none() {
+            let Some(id) = d.cluster_network_id else {
+                return Err(
+                    "spec.ports: a port has no network and the cluster has no network yet"
+                        .to_owned(),
+                );
+            };
+            p.network = Some(NetworkParam {
+                id: Some(id.to_owned()),
+                filter: None,
+            });
+        }
+        let port_security_off = p
+            .disable_port_security
+            .unwrap_or(d.cluster_disables_port_security);
+        if p.security_groups.is_empty()
+            && !port_security_off
+            && let Some(sg) = d.default_security_group_id
+        {
+            p.security_groups = vec![NetworkParam {
+                id: Some(sg.to_owned()),
+                filter: None,
+            }];
+        }
+    }
+    let mut tags = spec.tags.clone();
+    for t in d.cluster_tags {
+        if !tags.contains(t) {
+            tags.push(t.clone());
+        }
+    }
+    Ok(OpenStackServerSpec {
+        additional_block_devices: spec.additional_block_devices.clone(),
+        availability_zone: d.availability_zone.map(str::to_owned),
+        config_drive: spec.config_drive,
+        flavor: spec.flavor.clone(),
+        flavor_id: spec.flavor_id.clone(),
+        floating_ip_pool_ref: spec.floating_ip_pool_ref.clone(),
+        identity_ref,
+        image: spec.image.clone(),
+        ports,
+        root_volume: spec.root_volume.clone(),
+        scheduler_hint_additional_properties: spec.scheduler_hint_additional_properties.clone(),
+        security_groups: spec.security_groups.clone(),
+        server_group: spec.server_group.clone(),
+        server_metadata: spec.server_metadata.clone(),
+        ssh_key_name: spec.ssh_key_name.clone().unwrap_or_default(),
+        tags,
+        trunk: spec.trunk,
+        user_data_ref: d.user_data_secret.map(|n| LocalObjectReference {
+            name: Some(n.to_owned()),
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> OpenStackIdentityReference {
+        OpenStackIdentityReference {
+            cloud_name: "capo".into(),
+            name: "creds".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn default_port_on_cluster_network_with_managed_group() {
+        let id = identity();
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            cluster_tags: &["team-a".to_owned()],
+            availability_zone: Some("az2"),
+            user_data_secret: Some("boot"),
+            cluster_network_id: Some("net-1"),
+            default_security_group_id: Some("sg-1"),
+            cluster_disables_port_security: false,
+        };
+        let spec = OpenStackMachineSpec {
+            tags: vec!["m".into(), "team-a".into()],
+            ..Default::default()
+        };
+        let s = server_spec(&spec, &d).unwrap();
+        assert_eq!(s.ports.len(), 1);
+        assert_eq!(
+            s.ports[0].network.as_ref().unwrap().id.as_deref(),
+            Some("net-1")
+        );
+        assert_eq!(s.ports[0].security_groups[0].id.as_deref(), Some("sg-1"));
+        assert_eq!(s.tags, vec!["m".to_owned(), "team-a".to_owned()]);
+        assert_eq!(s.availability_zone.as_deref(), Some("az2"));
+        assert_eq!(s.user_data_ref.unwrap().name.as_deref(), Some("boot"));
+        assert_eq!(s.identity_ref, id);
+    }
+
+    #[test]
+    fn port_security_disabled_gets_no_group_and_missing_identity_is_named() {
+        let d = Derivation {
+            cluster_network_id: Some("net-1"),
+            default_security_group_id: Some("sg-1"),
+            cluster_disables_port_security: true,
+            ..Default::default()
+        };
+        let spec = OpenStackMachineSpec {
+            identity_ref: Some(identity()),
+            ..Default::default()
+        };
+        let s = server_spec(&spec, &d).unwrap();
+        assert!(s.ports[0].security_groups.is_empty());
+        let err = server_spec(&OpenStackMachineSpec::default(), &d).unwrap_err();
+        assert!(err.starts_with("spec.identityRef"), "{err}");
+    }
+}
