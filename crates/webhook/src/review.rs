@@ -119,8 +119,8 @@ pub struct StatusDetails {
 /// One rejected field.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct StatusCause {
-    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueForbidden` or `FieldValueDuplicate`.
-    #[serde(rename = "type")]
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueForbidden` or `FieldValueDuplicate`
+    /// (meta/v1 calls the field `Type` in Go but `reason` on the wire).
     pub reason: String,
     /// The error without its field path (`Invalid value: "sg": must be a UUID`).
     pub message: String,

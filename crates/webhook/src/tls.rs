@@ -29,7 +29,7 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 }
 
 /// The raw bytes of the two files, to notice changes.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 struct Pair {
     cert: Vec<u8>,
     key: Vec<u8>,
@@ -41,6 +41,15 @@ pub(crate) struct ReloadingCert {
     dir: PathBuf,
     provider: Arc<CryptoProvider>,
     current: RwLock<Arc<CertifiedKey>>,
+    /// The files as loaded by [`ReloadingCert::load`]: the watcher compares against them, so a
+    /// rotation between loading and the watcher's start is not missed.
+    loaded: Pair,
+}
+
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pair(<certificate and private key>)")
+    }
 }
 
 impl ReloadingCert {
@@ -52,13 +61,14 @@ impl ReloadingCert {
             dir: dir.to_path_buf(),
             provider,
             current: RwLock::new(Arc::new(key)),
+            loaded: pair,
         })
     }
 
     /// Re-reads the files every `interval` and swaps in a changed, valid pair. Runs until the
     /// task is dropped.
     pub(crate) async fn watch(self: Arc<Self>, interval: Duration) {
-        let mut last = read_pair(&self.dir).await.ok();
+        let mut last = self.loaded.clone();
         loop {
             tokio::time::sleep(interval).await;
             let pair = match read_pair(&self.dir).await {
@@ -68,14 +78,14 @@ impl ReloadingCert {
                     continue;
                 }
             };
-            if last.as_ref() == Some(&pair) {
+            if pair == last {
                 continue;
             }
             match certified_key(&self.dir, &pair, &self.provider) {
                 Ok(key) => {
                     *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(key);
                     tracing::info!(dir = %self.dir.display(), "webhook serving certificate reloaded");
-                    last = Some(pair);
+                    last = pair;
                 }
                 // Typically caught between writing the certificate and the key; the next
                 // round sees the complete pair (`last` is not updated, so it is retried).
