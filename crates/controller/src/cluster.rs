@@ -34,15 +34,17 @@ use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackCluster;
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::finalizer::{self, Event};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, MANAGED_BY_ANNOTATION};
 use crate::conditions::{self, State};
 use crate::context::Context;
-use crate::error::{Error, KubeContext, Result};
-use crate::runtime::{error_policy, has_paused_annotation, instrumented, watcher_config};
+use crate::error::{KubeContext, Result};
+use crate::runtime::{
+    ensure_finalizer, error_policy, has_paused_annotation, instrumented, remove_finalizer,
+    watcher_config,
+};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackcluster";
@@ -129,20 +131,22 @@ async fn reconcile_inner(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Resul
         .map(|c| c.name_any())
         .or_else(|| owner_cluster_name(&osc))
         .unwrap_or_default();
-    finalizer::finalizer(&api, CLUSTER_FINALIZER, osc, |event| async {
-        match event {
-            Event::Apply(o) => apply::apply(&o, &ctx).await,
-            Event::Cleanup(o) => cleanup::cleanup(&o, &cluster_name, &ctx).await,
+    if deleting {
+        if !osc.finalizers().iter().any(|f| f == CLUSTER_FINALIZER) {
+            return Ok(Action::await_change());
         }
-    })
-    .await
-    .map_err(|e| match e {
-        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
-        finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e) => {
-            Error::kube("update finalizers", e)
-        }
-        other => Error::Finalizer(other.to_string()),
-    })
+        return match cleanup::cleanup(&osc, &cluster_name, &ctx).await? {
+            Some(action) => Ok(action),
+            None => {
+                remove_finalizer(&api, &*osc, CLUSTER_FINALIZER).await?;
+                Ok(Action::await_change())
+            }
+        };
+    }
+    if ensure_finalizer(&api, &*osc, CLUSTER_FINALIZER).await? {
+        return Ok(Action::await_change());
+    }
+    apply::apply(&osc, &ctx).await
 }
 
 fn owner_cluster_name(osc: &OpenStackCluster) -> Option<String> {

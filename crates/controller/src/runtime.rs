@@ -76,3 +76,66 @@ pub fn has_paused_annotation<K: Resource>(obj: &K) -> bool {
     obj.annotations()
         .contains_key(capo_api::constants::PAUSED_ANNOTATION)
 }
+
+/// Add `finalizer` to `obj` (optimistic concurrency on the resourceVersion). Returns true
+/// when it had to be added: the caller stops and waits for the update event, so nothing is
+/// created before the finalizer is persisted.
+pub async fn ensure_finalizer<K>(
+    api: &kube::Api<K>,
+    obj: &K,
+    finalizer: &str,
+) -> Result<bool, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    if obj.finalizers().iter().any(|f| f == finalizer) {
+        return Ok(false);
+    }
+    let mut list = obj.finalizers().to_vec();
+    list.push(finalizer.to_owned());
+    patch_finalizers(api, obj, list).await?;
+    Ok(true)
+}
+
+/// Remove `finalizer` from `obj` (after its cleanup finished).
+pub async fn remove_finalizer<K>(api: &kube::Api<K>, obj: &K, finalizer: &str) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    if !obj.finalizers().iter().any(|f| f == finalizer) {
+        return Ok(());
+    }
+    let list: Vec<String> = obj
+        .finalizers()
+        .iter()
+        .filter(|f| *f != finalizer)
+        .cloned()
+        .collect();
+    match patch_finalizers(api, obj, list).await {
+        // Already gone: the finalizer went with it.
+        Err(Error::Kube {
+            source: kube::Error::Api(ae),
+            ..
+        }) if ae.code == 404 => Ok(()),
+        other => other,
+    }
+}
+
+async fn patch_finalizers<K>(api: &kube::Api<K>, obj: &K, list: Vec<String>) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": list,
+            "resourceVersion": obj.resource_version(),
+        }
+    });
+    crate::status::merge_patch(api, &obj.name_any(), patch).await?;
+    Ok(())
+}
+
+/// Whether `obj` is being deleted.
+pub fn is_deleting<K: Resource>(obj: &K) -> bool {
+    obj.meta().deletion_timestamp.is_some()
+}

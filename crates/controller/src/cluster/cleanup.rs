@@ -24,13 +24,13 @@ use crate::context::Context;
 use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};
 
-/// Delete everything of `osc`; `Action::await_change` once done (the finalizer helper then
-/// removes the finalizer).
+/// Delete everything of `osc`: `None` once done (the caller removes the finalizer), else the
+/// requeue while something is still going away.
 pub(super) async fn cleanup(
     osc: &OpenStackCluster,
     cluster: &str,
     ctx: &Context,
-) -> Result<Action> {
+) -> Result<Option<Action>> {
     let mut scope = Scope::new(ctx, osc);
     match cleanup_steps(&mut scope, cluster).await {
         Ok(action) => Ok(action),
@@ -38,7 +38,7 @@ pub(super) async fn cleanup(
     }
 }
 
-async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Action> {
+async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Action>> {
     if let Some(waiting) = machines_left(scope, cluster).await? {
         return deleting(scope, waiting).await;
     }
@@ -95,7 +95,7 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Action> {
             Some("cluster infrastructure deleted".into()),
         )
         .await;
-    Ok(Action::await_change())
+    Ok(None)
 }
 
 async fn delete_load_balancer(scope: &Scope<'_>, s: &Session) -> Result<Progress> {
@@ -135,8 +135,8 @@ async fn machines_left(scope: &Scope<'_>, cluster: &str) -> Result<Option<String
     )))
 }
 
-async fn deleting(scope: &mut Scope<'_>, why: String) -> Result<Action> {
+async fn deleting(scope: &mut Scope<'_>, why: String) -> Result<Option<Action>> {
     scope.set(READY, State::info("Deleting", why));
     scope.flush().await?;
-    Ok(Action::requeue(scope.ctx.options.requeue_pending))
+    Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
 }

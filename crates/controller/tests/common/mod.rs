@@ -1,0 +1,356 @@
+//! Test harness of the controller integration tests: a real kube-apiserver (one per test
+//! binary, from capo-testkit), one capo-sim per test, a namespace per test with an identity
+//! Secret for the simulator, and the controllers running in-process restricted to that
+//! namespace, restartable at will.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capo_api::v1beta1::OpenStackCluster;
+use capo_controller::{Context, Options};
+use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
+use capo_sim::{Delays, Sim, SimConfig};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::PostParams;
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+
+/// One test's world.
+pub struct Harness {
+    pub client: Client,
+    pub ns: String,
+    pub sim: Sim,
+    pub sessions: Arc<SessionCache>,
+    pub options: Options,
+    running: Option<Running>,
+}
+
+struct Running {
+    ctx: Arc<Context>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Fast options: the simulator's transitions take tens of milliseconds.
+pub fn fast_options(ns: &str) -> Options {
+    Options {
+        requeue_pending: Duration::from_millis(150),
+        sync_period: Duration::from_secs(600),
+        verify_period: Duration::from_secs(3600),
+        backoff_min: Duration::from_millis(100),
+        backoff_max: Duration::from_secs(2),
+        slow_retry: Duration::from_secs(2),
+        namespace: Some(ns.to_owned()),
+        concurrency: 4,
+        ..Default::default()
+    }
+}
+
+/// Fast simulator transitions.
+pub fn fast_delays() -> Delays {
+    Delays {
+        server_build_ms: 100,
+        volume_create_ms: 50,
+        lb_provision_ms: 150,
+        lb_update_ms: 50,
+        lb_delete_ms: 50,
+    }
+}
+
+impl Harness {
+    /// A namespace, a simulator and an identity Secret `cloud-config` (cloud `capo-sim`).
+    pub async fn new(prefix: &str) -> Harness {
+        capo_openstack::tls::ensure_crypto_provider();
+        let env = capo_testkit::shared_env().await.expect("test environment");
+        let client = env.client();
+        let ns = env.new_namespace(prefix).await.expect("namespace");
+        let sim = Sim::start(SimConfig {
+            delays: fast_delays(),
+            ..Default::default()
+        })
+        .await
+        .expect("capo-sim");
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "cloud-config", "namespace": ns},
+            "stringData": {"clouds.yaml": sim.clouds_yaml()},
+        }))
+        .expect("secret");
+        Api::<Secret>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("create identity secret");
+        let sessions = Arc::new(SessionCache::new(
+            ClientConfig::default(),
+            ApiMetrics::unregistered(),
+        ));
+        let options = fast_options(&ns);
+        Harness {
+            client,
+            ns,
+            sim,
+            sessions,
+            options,
+            running: None,
+        }
+    }
+
+    /// Start the controllers (a fresh context: nothing remembered from a previous run, as
+    /// after a restart of the manager).
+    pub fn start(&mut self) {
+        self.stop();
+        let ctx = Context::new(
+            self.client.clone(),
+            self.sessions.clone(),
+            self.options.clone(),
+        );
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|v| *v).await;
+        };
+        let tasks = vec![tokio::spawn(capo_controller::cluster::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        ))];
+        self.running = Some(Running {
+            ctx,
+            stop: tx,
+            tasks,
+        });
+    }
+
+    /// Kill the controllers at once (no graceful shutdown: in-flight reconciles are dropped).
+    pub fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            let _ = r.stop.send(true);
+            for t in r.tasks {
+                t.abort();
+            }
+        }
+    }
+
+    /// The running context.
+    pub fn ctx(&self) -> Option<Arc<Context>> {
+        self.running.as_ref().map(|r| r.ctx.clone())
+    }
+
+    /// Apply YAML (server-side apply) in the test namespace; panics on rejection.
+    pub async fn apply(&self, yaml: &str) {
+        capo_testkit::apply_yaml(&self.client, &self.ns, yaml, false)
+            .await
+            .expect("apply")
+            .unwrap_or_else(|r| panic!("rejected: {r:?}"));
+    }
+
+    /// A Cluster API Cluster `name` pointing at OpenStackCluster `name`, and that
+    /// OpenStackCluster with `spec_yaml` (indented under `spec:`), owned by the Cluster.
+    pub async fn create_cluster(&self, name: &str, spec_yaml: &str) {
+        self.apply(&format!(
+            "apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: {name}
+spec:
+  infrastructureRef:
+    apiGroup: infrastructure.cluster.x-k8s.io
+    kind: OpenStackCluster
+    name: {name}
+"
+        ))
+        .await;
+        let cluster: Value = self
+            .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
+            .await;
+        let uid = cluster["metadata"]["uid"].as_str().expect("uid").to_owned();
+        let spec = indent(spec_yaml, 2);
+        self.apply(&format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackCluster
+metadata:
+  name: {name}
+  labels:
+    cluster.x-k8s.io/cluster-name: {name}
+  ownerReferences:
+  - apiVersion: cluster.x-k8s.io/v1beta2
+    kind: Cluster
+    name: {name}
+    uid: {uid}
+spec:
+{spec}"
+        ))
+        .await;
+    }
+
+    /// GET any object as JSON.
+    pub async fn get_dynamic(&self, api_version: &str, kind: &str, name: &str) -> Value {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let (ar, _) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .expect("discover");
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &self.ns, &ar);
+        serde_json::to_value(api.get(name).await.expect("get")).expect("json")
+    }
+
+    /// OpenStackCluster API of the namespace.
+    pub fn clusters(&self) -> Api<OpenStackCluster> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// Wait until `pred` holds for OpenStackCluster `name` (panics after `secs`).
+    pub async fn wait_cluster(
+        &self,
+        name: &str,
+        secs: u64,
+        what: &str,
+        pred: impl Fn(&OpenStackCluster) -> bool,
+    ) -> OpenStackCluster {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let o = self.clusters().get_opt(name).await.expect("get");
+            if let Some(o) = &o
+                && pred(o)
+            {
+                return o.clone();
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {what}: {}",
+                    serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait for OpenStackCluster `name` to be Ready.
+    pub async fn wait_ready(&self, name: &str) -> OpenStackCluster {
+        self.wait_cluster(name, 60, "cluster ready", |o| {
+            o.status.as_ref().is_some_and(|s| s.ready) && o.spec.control_plane_endpoint.is_some()
+        })
+        .await
+    }
+
+    /// Wait until OpenStackCluster `name` is gone.
+    pub async fn wait_gone(&self, name: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.clusters().get_opt(name).await.expect("get").is_some() {
+            if Instant::now() > deadline {
+                let o = self.clusters().get_opt(name).await.expect("get");
+                panic!(
+                    "OpenStackCluster {name} not deleted: {}",
+                    serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Delete the Cluster API Cluster and the OpenStackCluster (as Cluster API would).
+    pub async fn delete_cluster(&self, name: &str) {
+        let _ = self
+            .clusters()
+            .delete(name, &Default::default())
+            .await
+            .expect("delete OpenStackCluster");
+    }
+
+    /// Project ID of the `capo` project in the simulator.
+    pub fn project(&self) -> String {
+        self.sim.control().project_id("capo").expect("project")
+    }
+
+    /// Resources of the project by collection, with counts (empty collections dropped, and
+    /// Neutron's own `default` security group and its rules left out).
+    pub fn inventory(&self) -> BTreeMap<String, usize> {
+        let state = self.sim.control().state(Some(&self.project()));
+        let mut out = BTreeMap::new();
+        if let Some(map) = state.as_object() {
+            for (k, v) in map {
+                let items: Vec<&Value> =
+                    v.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+                let n = items
+                    .iter()
+                    .filter(|i| !is_default_group(k, i, &state))
+                    .count();
+                if n > 0 {
+                    out.insert(k.clone(), n);
+                }
+            }
+        }
+        out
+    }
+
+    /// Write requests (non-GET) seen by the simulator so far, as `METHOD path`.
+    pub fn writes(&self) -> Vec<String> {
+        self.sim
+            .control()
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET" && r.service != "identity")
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.method,
+                    capo_sim::control::route_template(&r.path)
+                )
+            })
+            .collect()
+    }
+
+    /// OpenStack requests seen so far (identity excluded), as `METHOD templated-path`.
+    pub fn requests(&self) -> Vec<String> {
+        self.sim
+            .control()
+            .requests()
+            .into_iter()
+            .filter(|r| r.service != "identity")
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.method,
+                    capo_sim::control::route_template(&r.path)
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn is_default_group(collection: &str, item: &Value, state: &Value) -> bool {
+    let default_ids: Vec<&str> = state["security_groups"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|g| g["name"] == "default")
+                .filter_map(|g| g["id"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    match collection {
+        "security_groups" => item["name"] == "default",
+        "security_group_rules" => item["security_group_id"]
+            .as_str()
+            .is_some_and(|id| default_ids.contains(&id)),
+        _ => false,
+    }
+}
+
+/// Indent every line of `text` by `n` spaces.
+pub fn indent(text: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    text.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+/// Name of a resource for error messages.
+pub fn name_of<K: kube::Resource>(o: &K) -> String {
+    o.name_any()
+}
