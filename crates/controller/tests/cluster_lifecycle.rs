@@ -1,5 +1,6 @@
 //! OpenStackCluster lifecycle against a real kube-apiserver and capo-sim: create, steady,
 //! delete, for the main network layouts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
