@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds (once) and prints the directory of a pinned Kubernetes test environment:
 #   <dir>/bin/{kube-apiserver,etcd,kubectl}   built from upstream Go modules
-#   <dir>/crds/*.yaml                          Cluster API and ORC CRDs, copied from their modules
+#   <dir>/crds/*.yaml                          Cluster API (core, kubeadm) and ORC CRDs, copied from their modules
 # The last line of stdout is <dir>. Progress goes to stderr, build output to <cache>/build.log.
 #
 # Only the Go module proxy is needed (no GitHub, no dl.k8s.io). Every module is pinned by the
@@ -23,7 +23,7 @@ K8S_STAGING_VERSION=v0.34.3  # k8s.io/* staging modules released with K8S_VERSIO
 ETCD_VERSION=v3.6.8          # etcd 3.6 is what Kubernetes 1.34 is tested with
 CAPI_VERSION=v1.12.5         # Cluster API CRDs
 ORC_VERSION=v2.4.0           # ORC Image CRD (the ORC v2.4 API that CAPO v0.14 reads)
-RECIPE=3                     # bump when the recipe below changes the output
+RECIPE=4                     # bump when the recipe below changes the output
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/test-env"
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS="-buildvcs=false"
@@ -132,9 +132,17 @@ fi
 capi=$(module_dir sigs.k8s.io/cluster-api)
 orc=$(module_dir github.com/k-orc/openstack-resource-controller/v2)
 [[ -d "$capi" && -d "$orc" ]] || die "could not download the Cluster API or ORC module"
-for f in cluster.x-k8s.io_clusters cluster.x-k8s.io_machines cluster.x-k8s.io_machinesets \
-  cluster.x-k8s.io_machinedeployments ipam.cluster.x-k8s.io_ipaddressclaims ipam.cluster.x-k8s.io_ipaddresses; do
-  cp "$capi/config/crd/bases/$f.yaml" "$work/out/crds/"
+# Core objects the controllers read, plus the kubeadm bootstrap/control-plane kinds, ClusterClass
+# and MachineHealthCheck that the cluster templates (templates/) create.
+for f in config/crd/bases/cluster.x-k8s.io_clusters config/crd/bases/cluster.x-k8s.io_machines \
+  config/crd/bases/cluster.x-k8s.io_machinesets config/crd/bases/cluster.x-k8s.io_machinedeployments \
+  config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims config/crd/bases/ipam.cluster.x-k8s.io_ipaddresses \
+  config/crd/bases/cluster.x-k8s.io_clusterclasses config/crd/bases/cluster.x-k8s.io_machinehealthchecks \
+  bootstrap/kubeadm/config/crd/bases/bootstrap.cluster.x-k8s.io_kubeadmconfigs \
+  bootstrap/kubeadm/config/crd/bases/bootstrap.cluster.x-k8s.io_kubeadmconfigtemplates \
+  controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes \
+  controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanetemplates; do
+  cp "$capi/$f.yaml" "$work/out/crds/"
 done
 cp "$orc/config/crd/bases/openstack.k-orc.cloud_images.yaml" "$work/out/crds/"
 chmod -R u+w "$work/out"
