@@ -484,3 +484,23 @@ async fn components_pass_a_server_side_dry_run_and_rbac_is_least_privilege() {
     }
     assert!(wrong.is_empty(), "RBAC differs:\n{}", wrong.join("\n"));
 }
+
+#[test]
+fn metadata_declares_this_release_series_on_contract_v1beta1() {
+    let text = std::fs::read_to_string(repo_root().join("metadata.yaml")).unwrap();
+    let metadata: Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(
+        metadata["apiVersion"],
+        json!("clusterctl.cluster.x-k8s.io/v1alpha3")
+    );
+    assert_eq!(metadata["kind"], json!("Metadata"));
+    let version = env!("CARGO_PKG_VERSION");
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap());
+    let (major, minor) = (parts.next().unwrap(), parts.next().unwrap());
+    let series = metadata["releaseSeries"].as_array().unwrap();
+    let this = series
+        .iter()
+        .find(|s| s["major"] == json!(major) && s["minor"] == json!(minor));
+    let this = this.unwrap_or_else(|| panic!("metadata.yaml has no series for {version}"));
+    assert_eq!(this["contract"], json!("v1beta1"));
+}
