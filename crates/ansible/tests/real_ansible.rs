@@ -16,13 +16,17 @@ const CONTROL_PLANES: [&str; 3] = ["demo-cp-0", "demo-cp-1", "demo-cp-2"];
 const WORKERS: [&str; 2] = ["demo-md-0", "demo-md-1"];
 
 fn facts() -> ClusterFacts {
+    facts_with_bastion("203.0.113.5")
+}
+
+fn facts_with_bastion(address: &str) -> ClusterFacts {
     let mut facts = ClusterFacts::new();
     facts.kube_network_plugin = Some("cilium".into());
     facts.control_plane_vip = Some("10.6.0.5".into());
     facts.ingress_requested = true;
     facts.ingress_vip = Some("10.6.0.6".into());
     facts.bastion = Some(BastionFacts {
-        address: "203.0.113.5".into(),
+        address: address.into(),
         user: "ubuntu".into(),
     });
     let hosts = CONTROL_PLANES
@@ -66,17 +70,7 @@ fn venv_tool(tool: &str) -> Option<PathBuf> {
 /// Runs an Ansible tool in `dir` with its state kept there, failing on any inventory that
 /// does not parse (by default Ansible only warns and carries on with an empty inventory).
 fn run(tool: &Path, dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(tool)
-        .args(args)
-        .current_dir(dir)
-        .env("ANSIBLE_HOME", dir.join(".ansible"))
-        .env("ANSIBLE_LOCAL_TEMP", dir.join(".ansible/tmp"))
-        .env("ANSIBLE_INVENTORY_ENABLED", "yaml")
-        .env("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env_remove("ANSIBLE_CONFIG")
-        .output()
-        .unwrap();
+    let out = ansible_command(tool, dir, args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -95,8 +89,26 @@ fn run(tool: &Path, dir: &Path, args: &[&str]) -> String {
     stdout
 }
 
+fn ansible_command(tool: &Path, dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(tool);
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("ANSIBLE_HOME", dir.join(".ansible"))
+        .env("ANSIBLE_LOCAL_TEMP", dir.join(".ansible/tmp"))
+        .env("ANSIBLE_SSH_CONTROL_PATH_DIR", dir.join(".ansible/cp"))
+        .env("ANSIBLE_INVENTORY_ENABLED", "yaml")
+        .env("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env_remove("ANSIBLE_CONFIG");
+    command
+}
+
 fn write_documents(dir: &Path) {
-    let facts = facts();
+    write_documents_for(dir, &facts());
+}
+
+fn write_documents_for(dir: &Path, facts: &ClusterFacts) {
     std::fs::write(
         dir.join("inventory.yaml"),
         render_inventory(&facts).unwrap(),
@@ -220,4 +232,46 @@ fn ansible_consumes_vars_and_templates_the_jump_command() {
     let expected = "-o ProxyCommand=\\\"ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
         -W %h:%p -p 22 ubuntu@203.0.113.5 -i /keys/id_ed25519\\\"|1843Mi|10.6.0.6|cilium";
     assert!(out.contains(expected), "{out}");
+}
+
+/// A real connection attempt: Ansible hands the templated jump command to ssh, and ssh goes
+/// through it rather than to the private address. The bastion is 127.0.0.1, so the attempt ends
+/// at once on this machine (nothing is contacted elsewhere) and the host is unreachable.
+#[test]
+fn ssh_connects_through_the_jump_command() {
+    let Some(tool) = venv_tool("ansible") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_documents_for(dir.path(), &facts_with_bastion("127.0.0.1"));
+    let out = ansible_command(
+        &tool,
+        dir.path(),
+        &[
+            "demo-cp-0",
+            "-i",
+            "inventory.yaml",
+            "-m",
+            "ping",
+            "-vvv",
+            "-e",
+            "ansible_ssh_private_key_file=/nonexistent/id_ed25519",
+        ],
+    )
+    .env("ANSIBLE_TIMEOUT", "10")
+    .output()
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(4), "unreachable expected:\n{text}");
+    let proxy = "'ProxyCommand=ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+        -W %h:%p -p 22 ubuntu@127.0.0.1 -i /nonexistent/id_ed25519'";
+    assert!(text.contains(proxy), "{text}");
+    // ssh names the peer "UNKNOWN port 65535" only for a connection made through a
+    // ProxyCommand; a direct attempt would name 10.6.0.10.
+    assert!(text.contains("UNKNOWN port 65535"), "{text}");
+    assert!(!text.contains("connect to host 10.6.0.10"), "{text}");
 }
