@@ -109,12 +109,8 @@ fn write_documents(dir: &Path) {
 }
 
 fn write_documents_for(dir: &Path, facts: &ClusterFacts) {
-    std::fs::write(
-        dir.join("inventory.yaml"),
-        render_inventory(&facts).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(dir.join("vars.yaml"), render_vars(&facts).unwrap()).unwrap();
+    std::fs::write(dir.join("inventory.yaml"), render_inventory(facts).unwrap()).unwrap();
+    std::fs::write(dir.join("vars.yaml"), render_vars(facts).unwrap()).unwrap();
 }
 
 fn names(value: &Value) -> Vec<String> {
