@@ -42,8 +42,8 @@ use crate::conditions::{self, State};
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
 use crate::runtime::{
-    ensure_finalizer, error_policy, has_paused_annotation, instrumented, remove_finalizer,
-    watcher_config,
+    ensure_finalizer, error_policy, has_paused_annotation, instrumented, primary_stream,
+    remove_finalizer, watcher_config,
 };
 
 /// Controller name in metrics and logs.
@@ -76,7 +76,8 @@ pub async fn run(
         ),
     };
     let wc = watcher_config(&ctx);
-    Controller::new(clusters, wc.clone())
+    let (reader, trigger) = primary_stream(clusters, wc.clone());
+    Controller::for_stream(trigger, reader)
         .owns(servers, wc.clone())
         .watches(capi, wc, |c: Cluster| {
             let ns = c.namespace();

@@ -19,8 +19,11 @@ pub const FIELD_MANAGER: &str = "capo-controller-manager";
 /// Tunables of the controllers. `Default` gives production values.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Requeue while the cloud works (Octavia PENDING_*, server BUILD, deletes in progress).
+    /// Requeue while the cloud works (Octavia PENDING_*, server BUILD, deletes in progress);
+    /// doubles while the same wait continues, up to `requeue_pending_max`.
     pub requeue_pending: Duration,
+    /// Longest requeue of a continuing wait.
+    pub requeue_pending_max: Duration,
     /// Requeue of a converged object (upstream `--sync-period`, 10 minutes).
     pub sync_period: Duration,
     /// A converged object whose spec did not change is fully re-verified against the cloud at
@@ -48,6 +51,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             requeue_pending: Duration::from_secs(5),
+            requeue_pending_max: Duration::from_secs(30),
             sync_period: Duration::from_secs(600),
             verify_period: Duration::from_secs(3600),
             backoff_min: Duration::from_secs(1),
@@ -85,6 +89,7 @@ pub struct Context {
     pub metrics: ReconcileMetrics,
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
+    pending: Mutex<HashMap<String, (String, u32)>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -113,6 +118,7 @@ impl Context {
                 },
             ),
             converged: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
         })
     }
 
@@ -146,9 +152,40 @@ impl Context {
         }
     }
 
+    /// Requeue delay for `key` waiting on `reason`: `requeue_pending`, doubling while the same
+    /// reason repeats (a slow Octavia or Nova is not polled every few seconds for minutes).
+    pub fn pending_delay(&self, key: &str, reason: &str) -> Duration {
+        let n = self
+            .pending
+            .lock()
+            .map(|mut m| {
+                let e = m
+                    .entry(key.to_owned())
+                    .or_insert_with(|| (reason.to_owned(), 0));
+                if e.0 == reason {
+                    e.1 = e.1.saturating_add(1);
+                } else {
+                    *e = (reason.to_owned(), 1);
+                }
+                e.1
+            })
+            .unwrap_or(1);
+        self.options
+            .requeue_pending
+            .saturating_mul(1u32 << n.saturating_sub(1).min(16))
+            .min(
+                self.options
+                    .requeue_pending_max
+                    .max(self.options.requeue_pending),
+            )
+    }
+
     /// Forget `key` (spec changed, drift found, object deleted).
     pub fn forget_converged(&self, key: &str) {
         if let Ok(mut m) = self.converged.lock() {
+            m.remove(key);
+        }
+        if let Ok(mut m) = self.pending.lock() {
             m.remove(key);
         }
     }

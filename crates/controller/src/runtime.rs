@@ -139,3 +139,38 @@ where
 pub fn is_deleting<K: Resource>(obj: &K) -> bool {
     obj.meta().deletion_timestamp.is_some()
 }
+
+/// The trigger stream and cache of a controller's primary kind, filtered so that only changes
+/// that can change the desired state start a reconcile: generation (spec, and the deletion
+/// marking), labels, annotations (pause, strict mode) and finalizers. The controllers' own
+/// status writes do not come back as reconciles (upstream reconciles again after each of its
+/// status patches).
+pub fn primary_stream<K>(
+    api: kube::Api<K>,
+    wc: watcher::Config,
+) -> (
+    kube::runtime::reflector::Store<K>,
+    impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector};
+    let (reader, writer) = reflector::store();
+    let pred = predicates::generation
+        .combine(predicates::labels)
+        .combine(predicates::annotations)
+        .combine(predicates::finalizers);
+    let stream = kube::runtime::watcher(api, wc)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(pred, Default::default());
+    (reader, stream)
+}

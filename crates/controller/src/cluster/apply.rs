@@ -10,7 +10,7 @@ use super::bastion::{BastionStep, reconcile_bastion};
 use super::endpoint::{Step, reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
 use super::scope::Scope;
-use super::steady::{fingerprint, is_steady};
+use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
 use crate::conditions::State;
 use crate::context::Context;
 use crate::credentials::session_for;
@@ -42,9 +42,15 @@ async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
     if scope.status.ready && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
         return finish(scope, &s, false).await;
     }
-    reconcile_network(scope, &s).await?;
-    reconcile_router(scope, &s).await?;
-    reconcile_security_groups(scope, &s).await?;
+    let net_key = format!("{key}#network");
+    let net_fp = network_fingerprint(scope.osc, &scope.status)?;
+    if !network_converged(scope.ctx, &net_key, &net_fp) {
+        reconcile_network(scope, &s).await?;
+        reconcile_router(scope, &s).await?;
+        reconcile_security_groups(scope, &s).await?;
+        let net_fp = network_fingerprint(scope.osc, &scope.status)?;
+        scope.ctx.set_converged(&net_key, net_fp, true);
+    }
     match reconcile_endpoint(scope, &s).await? {
         Step::Done => {}
         Step::Wait(why) => {
@@ -96,7 +102,7 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     scope.flush().await?;
     let key = scope.key();
     if bastion == BastionStep::Wait {
-        return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+        return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));
     }
     let fp = fingerprint(scope.osc, &scope.status)?;
     scope.ctx.set_converged(&key, fp, verified);
@@ -109,5 +115,7 @@ async fn wait(scope: &mut Scope<'_>, condition: &str, reason: &str, why: String)
         scope.set(READY, State::info(reason, why));
     }
     scope.flush().await?;
-    Ok(Action::requeue(scope.ctx.options.requeue_pending))
+    Ok(Action::requeue(
+        scope.ctx.pending_delay(&scope.key(), reason),
+    ))
 }

@@ -138,5 +138,6 @@ async fn machines_left(scope: &Scope<'_>, cluster: &str) -> Result<Option<String
 async fn deleting(scope: &mut Scope<'_>, why: String) -> Result<Option<Action>> {
     scope.set(READY, State::info("Deleting", why));
     scope.flush().await?;
-    Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+    let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
+    Ok(Some(Action::requeue(delay)))
 }

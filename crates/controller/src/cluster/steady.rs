@@ -44,6 +44,41 @@ pub(super) fn fingerprint(
     Ok(format!("{:x}", h.finalize()))
 }
 
+/// Fingerprint of the network layer only (spec, external network, network, router, security
+/// groups): while the endpoint step waits for Octavia, requeues skip the network layer that
+/// converged moments ago.
+pub(super) fn network_fingerprint(
+    osc: &OpenStackCluster,
+    status: &OpenStackClusterStatus,
+) -> Result<String> {
+    let mut spec = osc.spec.clone();
+    spec.control_plane_endpoint = None;
+    let parts = (
+        &spec,
+        &status.external_network,
+        &status.network,
+        &status.router,
+        &status.control_plane_security_group,
+        &status.worker_security_group,
+        &status.bastion_security_group,
+    );
+    let v = serde_json::to_vec(&parts).map_err(|source| Error::Serialize {
+        what: "fingerprint",
+        source,
+    })?;
+    let mut h = Sha256::new();
+    h.update(osc.metadata.uid.as_deref().unwrap_or_default());
+    h.update(v);
+    Ok(format!("{:x}", h.finalize()))
+}
+
+/// True when the network layer converged with this fingerprint within the verify period.
+pub(super) fn network_converged(ctx: &Context, key: &str, fp: &str) -> bool {
+    ctx.converged(key).is_some_and(|c| {
+        c.fingerprint == fp && c.verified_at.elapsed() <= ctx.options.verify_period
+    })
+}
+
 /// True when the cluster converged with this fingerprint, was verified recently, and the
 /// probe found no drift. On drift the memo is dropped (the caller runs a full reconcile).
 pub(super) async fn is_steady(

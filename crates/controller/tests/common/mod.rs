@@ -38,6 +38,7 @@ struct Running {
 pub fn fast_options(ns: &str) -> Options {
     Options {
         requeue_pending: Duration::from_millis(150),
+        requeue_pending_max: Duration::from_secs(1),
         sync_period: Duration::from_secs(600),
         verify_period: Duration::from_secs(3600),
         backoff_min: Duration::from_millis(100),
