@@ -13,7 +13,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::post;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
@@ -32,7 +32,7 @@ pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// Largest review accepted: an update carries two objects of up to ~1.5 MiB each (etcd's
 /// request limit), plus the review's own fields.
 const MAX_REVIEW_BYTES: usize = 8 << 20;
-/// A client that has not finished its TLS handshake by then is dropped.
+/// A client that has not finished its TLS handshake (or a request's headers) by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for in-flight reviews.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -208,7 +208,14 @@ async fn serve_connection(
     let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
         .await
         .map_err(|_| "TLS handshake timed out")??;
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // Without a timer hyper enforces no timeouts; with it, a client that opens a request and
+    // never finishes its headers is dropped instead of holding the connection forever.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HANDSHAKE_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
     let conn = builder
         .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
         .into_owned();

@@ -13,13 +13,14 @@ use capo_webhook::{Error, KEY_FILE, WebhookServer, WebhookServerConfig};
 use rustls::RootCertStore;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use common::Pki;
 
-/// The DER of the certificate the server at `addr` presents, verified against the CA.
-async fn peer_cert(addr: SocketAddr, ca_pem: &str) -> Vec<u8> {
+/// A TLS connection to `addr` trusting only the test CA.
+async fn connect(addr: SocketAddr, ca_pem: &str) -> tokio_rustls::client::TlsStream<TcpStream> {
     let mut roots = RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
@@ -32,10 +33,15 @@ async fn peer_cert(addr: SocketAddr, ca_pem: &str) -> Vec<u8> {
         .with_no_client_auth();
     let tcp = TcpStream::connect(addr).await.unwrap();
     let name = ServerName::IpAddress(Ipv4Addr::LOCALHOST.into());
-    let tls = TlsConnector::from(Arc::new(config))
+    TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The DER of the certificate the server at `addr` presents, verified against the CA.
+async fn peer_cert(addr: SocketAddr, ca_pem: &str) -> Vec<u8> {
+    let tls = connect(addr, ca_pem).await;
     tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
 }
 
@@ -96,4 +102,48 @@ async fn key_not_matching_the_certificate_is_refused() {
     std::fs::write(dir.path().join(KEY_FILE), other_key).unwrap();
     let err = WebhookServer::bind(&config(dir.path())).await.err();
     assert!(matches!(err, Some(Error::Tls { .. })), "{err:?}");
+}
+
+#[tokio::test]
+async fn answers_an_admission_review_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new();
+    pki.write_serving(dir.path(), "webhook");
+    let addr = common::spawn_server(dir.path(), Duration::from_secs(10));
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1beta1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "infrastructure.cluster.x-k8s.io", "version": "v1beta1", "kind": "OpenStackMachine"},
+            "operation": "CREATE",
+            "name": "m",
+            "object": {
+                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                "kind": "OpenStackMachine",
+                "metadata": {"name": "m"},
+                "spec": {"flavor": "m1.small", "image": {"filter": {"name": "ubuntu"}}}
+            }
+        }
+    })
+    .to_string();
+    let hook = capo_webhook::WEBHOOKS
+        .iter()
+        .find(|h| h.kind == "OpenStackMachine");
+    let path = hook.unwrap().path;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{review}",
+        review.len()
+    );
+    let mut tls = connect(addr, &pki.ca_pem).await;
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let answer: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(answer["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(answer["response"]["uid"], "u-1");
+    assert_eq!(answer["response"]["allowed"], true);
 }
