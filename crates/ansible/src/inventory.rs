@@ -4,8 +4,9 @@ use crate::{BastionFacts, ClusterFacts, Error, HostFacts, Result, Role, safety};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Inventory host name of the bastion. Kubespray finds its jump host by this exact name
-/// (`hostvars['bastion']`), so it is not the bastion server's name.
+/// Inventory host name of the bastion: the name Kubespray's documentation declares it with and
+/// older Kubespray releases look it up by (`hostvars['bastion']`); newer ones take the first
+/// host of the `bastion` group. It is not the bastion server's name.
 pub const BASTION_HOST: &str = "bastion";
 /// Group of the bastion host.
 pub const GROUP_BASTION: &str = "bastion";

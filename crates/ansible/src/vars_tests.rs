@@ -260,3 +260,33 @@ node_resources:
 ";
     assert_eq!(render_vars(&facts).unwrap(), expected);
 }
+
+/// Every expected variable is either rendered or reported, never both, never neither.
+#[test]
+fn rendered_and_unresolved_partition_the_expected_variables() {
+    let user_choices = ["kube_network_plugin", "flannel_interface"];
+    let mut half = full();
+    half.cilium_project_id = None;
+    half.cilium_security_group_ids = None;
+    half.ingress_vip = None;
+    half.openstack.nova = None;
+    half.openstack.region = None;
+    half.ntp_server = None;
+    let mut empty = ClusterFacts::new();
+    empty.ingress_requested = true;
+    for facts in [full(), half, empty] {
+        let vars = parsed(&facts);
+        let missing: Vec<String> = unresolved(&facts).into_iter().map(|(n, _)| n).collect();
+        for name in CLUSTER_VARIABLES
+            .iter()
+            .filter(|n| !user_choices.contains(n))
+        {
+            let rendered = vars.contains_key(*name);
+            let reported = missing.iter().any(|m| m == name);
+            assert!(
+                rendered != reported,
+                "{name}: rendered {rendered}, reported {reported}"
+            );
+        }
+    }
+}
