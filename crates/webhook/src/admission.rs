@@ -49,7 +49,18 @@ fn judge<T: Validate + DeserializeOwned>(
         }
         "UPDATE" => {
             let new: T = decode(hook, request, request.object.as_ref(), "object")?;
-            let old: T = decode(hook, request, request.old_object.as_ref(), "oldObject")?;
+            let old = match decode::<T>(hook, request, request.old_object.as_ref(), "oldObject") {
+                Ok(old) => old,
+                // A stored object our types cannot read (written under another schema) must
+                // not become impossible to update: its finalizer could never be removed. The
+                // new object still gets every create rule; only the comparison is lost.
+                Err(status) => {
+                    tracing::warn!(webhook = hook.name, namespace = %request.namespace,
+                        name = %request.name, reason = %status.message,
+                        "stored object does not decode; validating the update as a create");
+                    return new.validate_create().map_err(invalid);
+                }
+            };
             let context = UpdateContext {
                 topology_dry_run: is_topology_dry_run(request),
             };

@@ -308,3 +308,27 @@ async fn malformed_reviews_and_unknown_paths_are_http_errors() {
     let (status, _) = send_raw("/validate-nothing", "{}".to_owned()).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn update_of_an_undecodable_stored_object_gets_the_create_rules() {
+    let mut broken = object("v1beta1", "OpenStackMachine", machine_spec());
+    broken["spec"]["ports"] = json!("not-a-list");
+    let mut call = Call::new("v1beta1", "OpenStackMachine", "UPDATE");
+    call.old = Some(broken);
+    call.object = Some(object("v1beta1", "OpenStackMachine", machine_spec()));
+    assert!(
+        verdict(&call.review().await).0,
+        "a valid new object may replace it"
+    );
+    let spec = json!({"flavor": "m1.small", "image": {"filter": {"name": "ubuntu"}},
+        "ports": [{"disablePortSecurity": true, "securityGroups": [{"id": SG_ID}]}]});
+    call.object = Some(object("v1beta1", "OpenStackMachine", spec));
+    let (allowed, code, _, causes, _) = verdict(&call.review().await);
+    assert!(!allowed);
+    assert_eq!(code, 422);
+    let field = (
+        "spec.ports[0].securityGroups".to_owned(),
+        "FieldValueForbidden".to_owned(),
+    );
+    assert_eq!(causes, vec![field]);
+}
