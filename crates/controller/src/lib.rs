@@ -28,8 +28,10 @@ pub mod conditions;
 pub mod context;
 pub mod credentials;
 pub mod error;
+pub mod machine;
 pub mod metrics;
 pub mod runtime;
+pub mod server;
 pub mod server_spec;
 pub mod status;
 

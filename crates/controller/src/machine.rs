@@ -1,0 +1,254 @@
+//! The OpenStackMachine controller.
+//!
+//! Reconcile (upstream's flow): owner Machine → Cluster (label `cluster.x-k8s.io/cluster-name`)
+//! → OpenStackCluster (Cluster.spec.infrastructureRef) → pause → wait for cluster
+//! infrastructure (WaitingForClusterInfrastructure) and bootstrap data
+//! (WaitingForBootstrapData) → finalizer → [`apply`] (OpenStackServer named like the machine,
+//! state copied back, API traffic for control-plane machines) or [`cleanup`].
+//!
+//! ## Guarantees
+//! - No cloud call and no OpenStackServer before the finalizer is persisted.
+//! - The OpenStackServer is owned by the machine (controller reference), labelled with the
+//!   cluster, and does every OpenStack create and delete of the machine's server (see
+//!   [`crate::server`]).
+//! - providerID is upstream's `openstack://<region>/<instanceID>` (region of the identityRef,
+//!   usually empty).
+//! - A server deleted out of band sets failureReason/failureMessage and Ready False with reason
+//!   InstanceDeleted, so a MachineHealthCheck remediates; a server in ERROR only makes Ready
+//!   False (the server controller retries it).
+//! - Control-plane machines: one LB member per API port while the machine lives, removed
+//!   before its server is deleted; without a load balancer the API floating IP is put on the
+//!   machine's first port when nobody holds it, and a deleted machine hands it to another live
+//!   control-plane machine or disassociates it — it is never deleted.
+//! - A ready machine whose inputs did not change makes no OpenStack request
+//!   (fingerprint memo, see [`steady`]).
+
+mod apply;
+mod cleanup;
+mod ingress;
+mod scope;
+mod steady;
+
+use std::sync::Arc;
+
+use capo_api::constants::condition_reasons::{
+    WAITING_FOR_BOOTSTRAP_DATA, WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+};
+use capo_api::constants::condition_types::{INSTANCE_READY, READY};
+use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, MACHINE_FINALIZER};
+use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
+use futures::StreamExt;
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, ResourceExt};
+
+use crate::capi::{CAPI_GROUP, Cluster, Machine};
+use crate::conditions::State;
+use crate::context::Context;
+use crate::error::{KubeContext, Result};
+use crate::runtime::{
+    ensure_finalizer, error_policy, has_paused_annotation, instrumented, is_deleting,
+    remove_finalizer, watcher_config,
+};
+use scope::Scope;
+
+/// Controller name in metrics and logs.
+pub const CONTROLLER: &str = "openstackmachine";
+
+/// Run the controller until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = ctx.client.clone();
+    let (machines, servers, capi, clusters) = match &ctx.options.namespace {
+        Some(ns) => (
+            Api::<OpenStackMachine>::namespaced(client.clone(), ns),
+            Api::<OpenStackServer>::namespaced(client.clone(), ns),
+            Api::<Machine>::namespaced(client.clone(), ns),
+            Api::<OpenStackCluster>::namespaced(client, ns),
+        ),
+        None => (
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client.clone()),
+            Api::all(client),
+        ),
+    };
+    let wc = watcher_config(&ctx);
+    let controller = Controller::new(machines, wc.clone());
+    let store = controller.store();
+    controller
+        .owns(servers, wc.clone())
+        .watches(capi, wc.clone(), |m: Machine| {
+            let ns = m.namespace();
+            m.spec
+                .infrastructure_ref
+                .filter(|r| r.kind == "OpenStackMachine")
+                .map(|r| {
+                    let o = ObjectRef::new(&r.name);
+                    match ns {
+                        Some(ns) => o.within(&ns),
+                        None => o,
+                    }
+                })
+        })
+        .watches(clusters, wc, move |osc: OpenStackCluster| {
+            // Every machine of the cluster: readiness, network and load balancer changes.
+            let ns = osc.namespace();
+            let cluster = osc.labels().get(CLUSTER_NAME_LABEL).cloned();
+            store
+                .state()
+                .into_iter()
+                .filter(|m| {
+                    m.namespace() == ns
+                        && cluster.is_some()
+                        && m.labels().get(CLUSTER_NAME_LABEL) == cluster.as_ref()
+                })
+                .map(|m| ObjectRef::from_obj(&*m))
+                .collect::<Vec<_>>()
+        })
+        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// One reconcile of an OpenStackMachine (public for tests that drive reconciles directly).
+pub async fn reconcile(osm: Arc<OpenStackMachine>, ctx: Arc<Context>) -> Result<Action> {
+    instrumented(CONTROLLER, &*osm, &ctx, reconcile_inner(&osm, &ctx)).await
+}
+
+async fn reconcile_inner(osm: &OpenStackMachine, ctx: &Context) -> Result<Action> {
+    let ns = osm.namespace().unwrap_or_default();
+    let api: Api<OpenStackMachine> = Api::namespaced(ctx.client.clone(), &ns);
+    let deleting = is_deleting(osm);
+    let machine = owner_machine(ctx, osm).await?;
+    if machine.is_none() && !deleting {
+        tracing::info!(namespace = %ns, name = %osm.name_any(), "waiting for the owner Machine to set an owner reference");
+        return Ok(Action::await_change());
+    }
+    let cluster_name = osm
+        .labels()
+        .get(CLUSTER_NAME_LABEL)
+        .cloned()
+        .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
+        .unwrap_or_default();
+    let cluster = get_opt::<Cluster>(ctx, &ns, &cluster_name).await?;
+    if cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(osm) {
+        tracing::debug!(name = %osm.name_any(), "paused");
+        return Ok(Action::await_change());
+    }
+    let osc_name = cluster
+        .as_ref()
+        .and_then(|c| c.spec.infrastructure_ref.as_ref())
+        .filter(|r| r.kind == "OpenStackCluster")
+        .map(|r| r.name.clone());
+    let osc = match &osc_name {
+        Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n).await?,
+        None => None,
+    };
+    let control_plane = machine
+        .as_ref()
+        .map_or(osm.labels(), |m| m.labels())
+        .contains_key(CONTROL_PLANE_LABEL)
+        || osm.labels().contains_key(CONTROL_PLANE_LABEL);
+    let mut scope = Scope::new(ctx, osm);
+    if deleting {
+        if !osm.finalizers().iter().any(|f| f == MACHINE_FINALIZER) {
+            return Ok(Action::await_change());
+        }
+        let done = cleanup::cleanup(&mut scope, osc.as_ref(), &cluster_name, control_plane).await?;
+        return match done {
+            Some(action) => Ok(action),
+            None => {
+                remove_finalizer(&api, osm, MACHINE_FINALIZER).await?;
+                Ok(Action::await_change())
+            }
+        };
+    }
+    if osm
+        .status
+        .as_ref()
+        .and_then(|s| s.failure_reason.as_ref())
+        .is_some()
+    {
+        // Terminal (upstream's contract): only a replacement of the machine helps.
+        return Ok(Action::await_change());
+    }
+    let (Some(machine), Some(osc)) = (machine, osc) else {
+        return wait(
+            &mut scope,
+            WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+            "waiting for the Cluster and its OpenStackCluster",
+        )
+        .await;
+    };
+    if !osc.status.as_ref().is_some_and(|s| s.ready) {
+        return wait(
+            &mut scope,
+            WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+            "cluster infrastructure is not ready yet",
+        )
+        .await;
+    }
+    if machine.spec.bootstrap.data_secret_name.is_none() {
+        return wait(
+            &mut scope,
+            WAITING_FOR_BOOTSTRAP_DATA,
+            "bootstrap data secret is not set yet",
+        )
+        .await;
+    }
+    if ensure_finalizer(&api, osm, MACHINE_FINALIZER).await? {
+        return Ok(Action::await_change());
+    }
+    let inputs = apply::Inputs {
+        machine: &machine,
+        osc: &osc,
+        cluster: &cluster_name,
+        control_plane,
+    };
+    apply::apply(&mut scope, &inputs).await
+}
+
+/// Record a wait on InstanceReady and Ready; the watches (Machine, OpenStackCluster) wake the
+/// machine when it is over.
+async fn wait(scope: &mut Scope<'_>, reason: &str, message: &str) -> Result<Action> {
+    scope.set(INSTANCE_READY, State::info(reason, message));
+    scope.set(READY, State::info(reason, message));
+    scope.flush().await?;
+    Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+/// The owner Machine, if the owner reference is set and the Machine exists.
+async fn owner_machine(ctx: &Context, osm: &OpenStackMachine) -> Result<Option<Machine>> {
+    let Some(name) = osm
+        .owner_references()
+        .iter()
+        .find(|r| r.kind == "Machine" && r.api_version.starts_with(&format!("{CAPI_GROUP}/")))
+        .map(|r| r.name.clone())
+    else {
+        return Ok(None);
+    };
+    let ns = osm.namespace().unwrap_or_default();
+    get_opt::<Machine>(ctx, &ns, &name).await
+}
+
+async fn get_opt<K>(ctx: &Context, ns: &str, name: &str) -> Result<Option<K>>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    if name.is_empty() {
+        return Ok(None);
+    }
+    Api::<K>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
+        .await
+        .kctx(|| format!("get {} {ns}/{name}", K::kind(&())))
+}

@@ -1,0 +1,286 @@
+//! The create/update path of an OpenStackMachine: the OpenStackServer named like the machine,
+//! its state copied back (instanceID, providerID, addresses, conditions), API traffic for
+//! control-plane machines, then ready.
+
+use std::collections::BTreeMap;
+
+use capo_api::constants::CLUSTER_NAME_LABEL;
+use capo_api::constants::condition_reasons::INSTANCE_DELETED;
+use capo_api::constants::condition_types::{API_SERVER_INGRESS_READY, INSTANCE_READY, READY};
+use capo_api::names::provider_id;
+use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
+use capo_api::v1beta1::{Initialization, OpenStackCluster};
+use capo_cloud::loadbalancer::Progress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource, ResourceExt};
+
+use super::ingress;
+use super::scope::Scope;
+use super::steady::fingerprint;
+use crate::capi::Machine;
+use crate::conditions::{self, State};
+use crate::credentials::session_for;
+use crate::error::{Error, KubeContext, Result};
+use crate::server_spec::{Derivation, server_spec};
+
+/// Reason while the server is being made.
+const INSTANCE_NOT_READY: &str = "InstanceNotReady";
+
+/// What the machine reconcile reads besides the OpenStackMachine.
+pub(super) struct Inputs<'a> {
+    pub machine: &'a Machine,
+    pub osc: &'a OpenStackCluster,
+    pub cluster: &'a str,
+    pub control_plane: bool,
+}
+
+/// Reconcile an OpenStackMachine that is not being deleted (finalizer in place, cluster
+/// infrastructure ready, bootstrap data present).
+pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
+    match steps(scope, inp).await {
+        Ok(a) => Ok(a),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
+    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
+    let oss = servers
+        .get_opt(&scope.name)
+        .await
+        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
+    let key = scope.key();
+    let fp = fingerprint(scope.osm, oss.as_ref(), inp)?;
+    if scope.status.ready == Some(true)
+        && scope.ctx.converged(&key).is_some_and(|c| {
+            c.fingerprint == fp && c.verified_at.elapsed() < scope.ctx.options.verify_period
+        })
+    {
+        // Nothing this machine depends on changed: no cloud call (its server is probed by
+        // the OpenStackServer controller).
+        return Ok(Action::requeue(scope.ctx.options.sync_period));
+    }
+    let Some(oss) = oss else {
+        create_server(scope, inp, &servers).await?;
+        let s = State::info(INSTANCE_NOT_READY, "server requested");
+        scope.set(INSTANCE_READY, s.clone());
+        scope.set(READY, s);
+        scope.flush().await?;
+        return Ok(Action::requeue(scope.ctx.options.sync_period));
+    };
+    if oss.metadata.deletion_timestamp.is_some() {
+        let s = State::info(INSTANCE_NOT_READY, "the previous server is being deleted");
+        scope.set(READY, s);
+        scope.flush().await?;
+        return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+    }
+    let st = oss.status.clone().unwrap_or_default();
+    copy_server_status(scope, &st);
+    set_provider_id(scope, &oss, &st).await?;
+    if let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
+        && c.reason.as_deref() == Some(INSTANCE_DELETED)
+    {
+        // Upstream's contract: a machine whose server vanished fails, so a MachineHealthCheck
+        // (or the operator) replaces it.
+        let message = c.message.clone().unwrap_or_default();
+        scope.status.failure_reason = Some("UpdateError".into());
+        scope.status.failure_message = Some(message.clone());
+        scope.status.ready = Some(false);
+        scope.set(READY, State::error(INSTANCE_DELETED, message));
+        scope.flush().await?;
+        return Ok(Action::requeue(scope.ctx.options.sync_period));
+    }
+    if !st.ready {
+        scope.status.ready = Some(false);
+        let state = instance_state(&st)
+            .unwrap_or_else(|| State::info(INSTANCE_NOT_READY, "waiting for the server"));
+        scope.set(READY, state);
+        scope.flush().await?;
+        // The OpenStackServer's status changes wake this machine up (owned object).
+        return Ok(Action::requeue(scope.ctx.options.sync_period));
+    }
+    if inp.control_plane {
+        scope.step = API_SERVER_INGRESS_READY;
+        if let Some(action) = reconcile_ingress(scope, inp, &oss, &st).await? {
+            return Ok(action);
+        }
+    }
+    finish(scope, inp, oss).await
+}
+
+async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -> Result<Action> {
+    if scope.status.ready != Some(true) {
+        let note = format!(
+            "server {} is ACTIVE",
+            scope.status.instance_id.clone().unwrap_or_default()
+        );
+        scope
+            .event(EventType::Normal, "Provisioned", "Reconcile", Some(note))
+            .await;
+    }
+    scope.status.ready = Some(true);
+    scope.status.initialization = Some(Initialization {
+        provisioned: Some(true),
+    });
+    scope.set(READY, State::True);
+    scope.flush().await?;
+    let fp = fingerprint(scope.osm, Some(&oss), inp)?;
+    scope.ctx.set_converged(&scope.key(), fp, true);
+    Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+/// The OpenStackServer's InstanceReady as a desired state.
+fn instance_state(st: &OpenStackServerStatus) -> Option<State> {
+    let c = conditions::get(&st.conditions, INSTANCE_READY)?;
+    Some(if c.status == "True" {
+        State::True
+    } else {
+        let reason = c
+            .reason
+            .clone()
+            .unwrap_or_else(|| INSTANCE_NOT_READY.into());
+        let message = c.message.clone().unwrap_or_default();
+        match c.severity.as_deref() {
+            Some("Error") => State::error(&reason, message),
+            Some("Warning") => State::warning(&reason, message),
+            _ => State::info(&reason, message),
+        }
+    })
+}
+
+fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) {
+    scope.status.instance_id = st.instance_id.clone();
+    scope.status.instance_state = st.instance_state.clone();
+    scope.status.addresses = st.addresses.clone();
+    scope.status.resolved = st.resolved.clone();
+    scope.status.resources = st.resources.clone();
+    match instance_state(st) {
+        Some(s) => scope.set(INSTANCE_READY, s),
+        None => scope.set(
+            INSTANCE_READY,
+            State::info(INSTANCE_NOT_READY, "waiting for the server"),
+        ),
+    }
+}
+
+/// `spec.providerID` = `openstack://<region>/<instanceID>`, written once the ID is known.
+async fn set_provider_id(
+    scope: &mut Scope<'_>,
+    oss: &OpenStackServer,
+    st: &OpenStackServerStatus,
+) -> Result<()> {
+    let Some(id) = st.instance_id.as_deref().filter(|i| !i.is_empty()) else {
+        return Ok(());
+    };
+    let region = oss.spec.identity_ref.region.clone().unwrap_or_default();
+    let wanted = provider_id(&region, id);
+    if scope.osm.spec.provider_id.as_deref() == Some(wanted.as_str()) {
+        return Ok(());
+    }
+    let patch = serde_json::json!({"spec": {"providerID": wanted}});
+    crate::status::merge_patch(&scope.api, &scope.name, patch).await?;
+    Ok(())
+}
+
+/// LB member or API floating IP; Some(action) while not done.
+async fn reconcile_ingress(
+    scope: &mut Scope<'_>,
+    inp: &Inputs<'_>,
+    oss: &OpenStackServer,
+    st: &OpenStackServerStatus,
+) -> Result<Option<Action>> {
+    let mode = ingress::mode(inp.osc);
+    if mode == ingress::Mode::None {
+        scope.set(API_SERVER_INGRESS_READY, State::True);
+        return Ok(None);
+    }
+    let Some(port_id) = st
+        .resources
+        .as_ref()
+        .and_then(|r| r.ports.first())
+        .map(|p| p.id.clone())
+    else {
+        return Err(Error::InvalidSpec(
+            "the server has no port for API traffic".into(),
+        ));
+    };
+    let s = session_for(
+        scope.ctx,
+        &scope.object(),
+        &scope.namespace,
+        &oss.spec.identity_ref,
+    )
+    .await?;
+    match ingress::ensure(&s, &mode, &scope.name, &port_id).await? {
+        Progress::Ready => {
+            scope.set(API_SERVER_INGRESS_READY, State::True);
+            Ok(None)
+        }
+        Progress::NotReady(why) => {
+            scope.set(
+                API_SERVER_INGRESS_READY,
+                State::info("Progressing", why.clone()),
+            );
+            scope.set(READY, State::info("Progressing", why));
+            scope.flush().await?;
+            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+        }
+        Progress::Failed(why) => {
+            let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
+            scope.set(API_SERVER_INGRESS_READY, State::error(reason, why.clone()));
+            scope.set(READY, State::error(reason, why));
+            scope.flush().await?;
+            Ok(Some(Action::requeue(scope.ctx.options.slow_retry)))
+        }
+    }
+}
+
+/// Create the OpenStackServer named like the machine (owned by it, as controller).
+async fn create_server(
+    scope: &Scope<'_>,
+    inp: &Inputs<'_>,
+    api: &Api<OpenStackServer>,
+) -> Result<()> {
+    let osc_status = inp.osc.status.clone().unwrap_or_default();
+    let sg = if inp.control_plane {
+        osc_status.control_plane_security_group.as_ref()
+    } else {
+        osc_status.worker_security_group.as_ref()
+    };
+    let d = Derivation {
+        cluster_identity: Some(&inp.osc.spec.identity_ref),
+        cluster_tags: &inp.osc.spec.tags,
+        availability_zone: inp.machine.spec.failure_domain.as_deref(),
+        user_data_secret: inp.machine.spec.bootstrap.data_secret_name.as_deref(),
+        cluster_network_id: osc_status.network.as_ref().map(|n| n.id.as_str()),
+        default_security_group_id: sg.map(|g| g.id.as_str()),
+        cluster_disables_port_security: inp.osc.spec.disable_port_security == Some(true),
+    };
+    let spec = server_spec(&scope.osm.spec, &d).map_err(Error::InvalidSpec)?;
+    let server = OpenStackServer {
+        metadata: ObjectMeta {
+            name: Some(scope.name.clone()),
+            namespace: Some(scope.namespace.clone()),
+            labels: Some(BTreeMap::from([(
+                CLUSTER_NAME_LABEL.to_owned(),
+                inp.cluster.to_owned(),
+            )])),
+            owner_references: scope.osm.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    };
+    tracing::info!(name = %scope.name, "creating OpenStackServer");
+    match api.create(&PostParams::default(), &server).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(ae)) if ae.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(
+            format!("create OpenStackServer {}", server.name_any()),
+            e,
+        )),
+    }
+}

@@ -1,0 +1,160 @@
+//! The delete path of an OpenStackMachine: API traffic first (LB members; the API floating IP
+//! moves to another live control-plane machine or is disassociated, never deleted), then the
+//! OpenStackServer, waited for until it is gone.
+
+use capo_api::constants::condition_types::{API_SERVER_INGRESS_READY, READY};
+use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
+use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
+use capo_cloud::loadbalancer::Progress;
+use kube::api::{DeleteParams, ListParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+
+use super::ingress::{self, Mode};
+use super::scope::Scope;
+use crate::conditions::{self, State};
+use crate::credentials::session_for;
+use crate::error::{KubeContext, Result};
+
+/// Reason of APIServerIngressReady once the machine no longer receives API traffic.
+const INGRESS_REMOVED: &str = "Removed";
+
+/// Delete the machine's cloud side: `None` once done (the caller removes the finalizer), else
+/// the requeue while something is still going away.
+pub(super) async fn cleanup(
+    scope: &mut Scope<'_>,
+    osc: Option<&OpenStackCluster>,
+    cluster: &str,
+    control_plane: bool,
+) -> Result<Option<Action>> {
+    match steps(scope, osc, cluster, control_plane).await {
+        Ok(a) => Ok(a),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+async fn steps(
+    scope: &mut Scope<'_>,
+    osc: Option<&OpenStackCluster>,
+    cluster: &str,
+    control_plane: bool,
+) -> Result<Option<Action>> {
+    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
+    let oss = servers
+        .get_opt(&scope.name)
+        .await
+        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
+    let removed = conditions::get(&scope.status.conditions, API_SERVER_INGRESS_READY)
+        .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));
+    if control_plane
+        && !removed
+        && let Some(osc) = osc
+    {
+        scope.step = API_SERVER_INGRESS_READY;
+        let mode = ingress::mode(osc);
+        if let Some(action) = remove_ingress(scope, osc, &mode, oss.as_ref(), cluster).await? {
+            return Ok(Some(action));
+        }
+    }
+    if let Some(oss) = oss {
+        if oss.metadata.deletion_timestamp.is_none() {
+            servers
+                .delete(&scope.name, &DeleteParams::background())
+                .await
+                .kctx(|| format!("delete OpenStackServer {}", scope.name))?;
+        }
+        scope.status.ready = Some(false);
+        scope.set(
+            READY,
+            State::info("Deleting", "waiting for the server to be deleted"),
+        );
+        scope.flush().await?;
+        // The server's deletion wakes this machine (owned object); requeue as a safety net.
+        return Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)));
+    }
+    scope.ctx.forget_converged(&scope.key());
+    Ok(None)
+}
+
+async fn remove_ingress(
+    scope: &mut Scope<'_>,
+    osc: &OpenStackCluster,
+    mode: &Mode,
+    oss: Option<&OpenStackServer>,
+    cluster: &str,
+) -> Result<Option<Action>> {
+    if matches!(mode, Mode::None | Mode::LoadBalancerPending) {
+        return Ok(None);
+    }
+    let identity = oss
+        .map(|o| o.spec.identity_ref.clone())
+        .or_else(|| scope.osm.spec.identity_ref.clone())
+        .unwrap_or_else(|| osc.spec.identity_ref.clone());
+    let s = session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await?;
+    let port_id = first_port(oss);
+    let successor = match mode {
+        Mode::FloatingIp(_) if port_id.is_some() => successor_port(scope, cluster).await?,
+        _ => None,
+    };
+    let progress = ingress::remove(
+        &s,
+        mode,
+        &scope.name,
+        port_id.as_deref(),
+        successor.as_deref(),
+    )
+    .await?;
+    match progress {
+        Progress::Ready => {
+            scope.set(
+                API_SERVER_INGRESS_READY,
+                State::info(INGRESS_REMOVED, "machine is being deleted"),
+            );
+            scope.flush().await?;
+            Ok(None)
+        }
+        Progress::NotReady(why) | Progress::Failed(why) => {
+            scope.set(READY, State::info("Deleting", why));
+            scope.flush().await?;
+            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+        }
+    }
+}
+
+fn first_port(oss: Option<&OpenStackServer>) -> Option<String> {
+    oss.and_then(|o| o.status.as_ref())
+        .and_then(|s| s.resources.as_ref())
+        .and_then(|r| r.ports.first())
+        .map(|p| p.id.clone())
+        .filter(|i| !i.is_empty())
+}
+
+/// The first port of another ready control-plane machine of the cluster (where the API
+/// floating IP moves to).
+async fn successor_port(scope: &Scope<'_>, cluster: &str) -> Result<Option<String>> {
+    let ns = &scope.namespace;
+    let lp = ListParams::default().labels(&format!(
+        "{CLUSTER_NAME_LABEL}={cluster},{CONTROL_PLANE_LABEL}"
+    ));
+    let machines = Api::<OpenStackMachine>::namespaced(scope.ctx.client.clone(), ns)
+        .list(&lp)
+        .await
+        .kctx(|| format!("list control-plane OpenStackMachines of {cluster}"))?;
+    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), ns);
+    for m in machines.items {
+        let live = m.metadata.deletion_timestamp.is_none()
+            && m.status.as_ref().and_then(|s| s.ready) == Some(true);
+        if !live || m.name_any() == scope.name {
+            continue;
+        }
+        let oss = servers
+            .get_opt(&m.name_any())
+            .await
+            .kctx(|| format!("get OpenStackServer {}", m.name_any()))?;
+        if let Some(p) = first_port(oss.as_ref()) {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}

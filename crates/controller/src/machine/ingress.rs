@@ -1,0 +1,156 @@
+//! API traffic to control-plane machines: a member per API port in the API load balancer's
+//! pools, or (without a load balancer) the API floating IP on the machine's first port when
+//! nobody holds it. The shared API floating IP is never deleted here: removing a machine only
+//! moves it to another live control-plane machine, or disassociates it.
+
+use capo_api::v1beta1::OpenStackCluster;
+use capo_cloud::loadbalancer::children::api_ports;
+use capo_cloud::loadbalancer::members::MemberTarget;
+use capo_cloud::loadbalancer::{self as lb, Progress};
+use capo_openstack::Session;
+use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter, PORT, Port};
+
+use crate::error::{Error, Result};
+
+/// Default Kubernetes API port.
+const DEFAULT_API_PORT: i32 = 6443;
+
+/// How the cluster routes API traffic to control-plane machines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Octavia load balancer `lb_id` with these listener ports.
+    LoadBalancer { lb_id: String, ports: Vec<i32> },
+    /// The load balancer is enabled but not recorded yet.
+    LoadBalancerPending,
+    /// A floating IP with this address (the control-plane endpoint host).
+    FloatingIp(String),
+    /// Nothing to do per machine (fixed IP endpoint, no external network).
+    None,
+}
+
+/// The ingress mode of `osc`.
+pub(super) fn mode(osc: &OpenStackCluster) -> Mode {
+    let spec = &osc.spec;
+    if let Some(l) = spec.api_server_load_balancer.as_ref().filter(|l| l.enabled) {
+        let id = osc
+            .status
+            .as_ref()
+            .and_then(|s| s.api_server_load_balancer.as_ref())
+            .map(|l| l.id.clone())
+            .filter(|i| !i.is_empty());
+        return match id {
+            Some(lb_id) => Mode::LoadBalancer {
+                lb_id,
+                ports: api_ports(spec.api_server_port.unwrap_or(DEFAULT_API_PORT), l),
+            },
+            None => Mode::LoadBalancerPending,
+        };
+    }
+    let fip_off = spec.disable_api_server_floating_ip == Some(true)
+        || spec.disable_external_network == Some(true);
+    match spec
+        .control_plane_endpoint
+        .as_ref()
+        .and_then(|e| e.host.clone())
+    {
+        Some(host) if !fip_off && !host.is_empty() => Mode::FloatingIp(host),
+        _ => Mode::None,
+    }
+}
+
+fn api_err(op: String) -> impl FnOnce(capo_openstack::Error) -> Error {
+    move |source| Error::OpenStack { op, source }
+}
+
+/// Ensure API traffic reaches the machine whose first port is `port_id`.
+pub(super) async fn ensure(
+    s: &Session,
+    mode: &Mode,
+    machine: &str,
+    port_id: &str,
+) -> Result<Progress> {
+    match mode {
+        Mode::LoadBalancer { lb_id, ports } => {
+            let port: Port = net::get(s, PORT, port_id)
+                .await
+                .map_err(api_err(format!("get port {port_id}")))?;
+            let Some(address) = port.fixed_ips.iter().find_map(|f| f.ip_address.clone()) else {
+                return Ok(Progress::NotReady(format!(
+                    "port {port_id} has no address yet"
+                )));
+            };
+            let t = MemberTarget {
+                lb_id,
+                ports,
+                machine,
+            };
+            Ok(lb::ensure_member(s, t, &address).await?)
+        }
+        Mode::LoadBalancerPending => Ok(Progress::NotReady(
+            "waiting for the API load balancer".into(),
+        )),
+        Mode::FloatingIp(host) => {
+            let Some(fip) = find_fip(s, host).await? else {
+                return Ok(Progress::Ready);
+            };
+            if fip.port_id.is_none() {
+                tracing::info!(fip = %host, port = %port_id, %machine, "associating the API floating IP");
+                set_fip_port(s, &fip.id, Some(port_id)).await?;
+            }
+            Ok(Progress::Ready)
+        }
+        Mode::None => Ok(Progress::Ready),
+    }
+}
+
+/// Stop API traffic to the machine: remove its members, or move the API floating IP from its
+/// port (`port_id`) to `successor` (another live control-plane machine's port), else
+/// disassociate it. The floating IP itself always stays.
+pub(super) async fn remove(
+    s: &Session,
+    mode: &Mode,
+    machine: &str,
+    port_id: Option<&str>,
+    successor: Option<&str>,
+) -> Result<Progress> {
+    match mode {
+        Mode::LoadBalancer { lb_id, ports } => {
+            let t = MemberTarget {
+                lb_id,
+                ports,
+                machine,
+            };
+            Ok(lb::delete_member(s, t).await?)
+        }
+        Mode::FloatingIp(host) => {
+            let Some(port_id) = port_id else {
+                return Ok(Progress::Ready);
+            };
+            let Some(fip) = find_fip(s, host).await? else {
+                return Ok(Progress::Ready);
+            };
+            if fip.port_id.as_deref() == Some(port_id) {
+                tracing::info!(fip = %host, from = %port_id, to = ?successor, "moving the API floating IP off a deleted machine");
+                set_fip_port(s, &fip.id, successor).await?;
+            }
+            Ok(Progress::Ready)
+        }
+        Mode::LoadBalancerPending | Mode::None => Ok(Progress::Ready),
+    }
+}
+
+async fn find_fip(s: &Session, address: &str) -> Result<Option<FloatingIp>> {
+    let f = ListFilter::default().with("floating_ip_address", address);
+    let found: Vec<FloatingIp> = net::list(s, FLOATING_IP, &f)
+        .await
+        .map_err(api_err(format!("list floating IPs {address}")))?;
+    Ok(found.into_iter().next())
+}
+
+async fn set_fip_port(s: &Session, fip_id: &str, port_id: Option<&str>) -> Result<()> {
+    let req = net::set_floating_ip_port_request(fip_id, port_id, None);
+    let _: FloatingIp = s.fetch(&req, "floatingip").await.map_err(api_err(format!(
+        "set port of floating IP {fip_id} to {port_id:?}"
+    )))?;
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! Steady reconciles of a ready machine cost no OpenStack request: the fingerprint of what the
+//! last full reconcile depended on (machine spec without the providerID it wrote itself, the
+//! server's status, the Machine's inputs, the cluster's ingress mode) is kept in memory, and an
+//! unchanged fingerprint within the verification period means nothing to do. The server itself
+//! is probed by the OpenStackServer controller (one GET), whose status change wakes the machine.
+
+use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1beta1::OpenStackMachine;
+use sha2::{Digest, Sha256};
+
+use super::apply::Inputs;
+use super::ingress;
+use crate::error::{Error, Result};
+
+/// Fingerprint of a machine's inputs.
+pub(super) fn fingerprint(
+    osm: &OpenStackMachine,
+    oss: Option<&OpenStackServer>,
+    inp: &Inputs<'_>,
+) -> Result<String> {
+    let mut spec = osm.spec.clone();
+    spec.provider_id = None;
+    let mut server = oss.and_then(|o| o.status.clone()).unwrap_or_default();
+    server.conditions.clear();
+    let ser = |v: serde_json::Result<Vec<u8>>| {
+        v.map_err(|source| Error::Serialize {
+            what: "fingerprint",
+            source,
+        })
+    };
+    let mut h = Sha256::new();
+    h.update(osm.metadata.uid.as_deref().unwrap_or_default());
+    h.update(ser(serde_json::to_vec(&spec))?);
+    h.update(ser(serde_json::to_vec(&server))?);
+    h.update(ser(serde_json::to_vec(&(
+        oss.map(|o| o.metadata.deletion_timestamp.is_some()),
+        &inp.machine.spec.failure_domain,
+        &inp.machine.spec.bootstrap.data_secret_name,
+        inp.control_plane,
+        format!("{:?}", ingress::mode(inp.osc)),
+    )))?);
+    Ok(format!("{:x}", h.finalize()))
+}

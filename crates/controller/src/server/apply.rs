@@ -1,0 +1,340 @@
+//! The create/update path of an OpenStackServer: resolve (persisted first), ports, volumes,
+//! server; then report ACTIVE, BUILD, ERROR (delete and retry slowly) or deleted out of band.
+
+use std::collections::BTreeMap;
+
+use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
+use capo_api::v1beta1::{
+    MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
+};
+use capo_cloud::instance::{self, EnsuredVolume, Outcome, ServerRequest};
+use capo_openstack::Session;
+use capo_openstack::compute::{self, Server, UserData};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+
+use super::cache::LookupCache;
+use super::resolve::{Resolution, Resolver};
+use super::scope::Scope;
+use super::steady::{fingerprint, is_steady};
+use crate::conditions::State;
+use crate::credentials::session_for;
+use crate::error::{KubeContext, Result};
+
+/// Reason of InstanceReady while the server is being made.
+const INSTANCE_NOT_READY: &str = "InstanceNotReady";
+
+/// Reconcile an OpenStackServer that is not being deleted (finalizer in place).
+pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
+    match steps(scope).await {
+        Ok(a) => Ok(a),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
+    let s = session_for(
+        scope.ctx,
+        &scope.object(),
+        &scope.namespace,
+        &scope.oss.spec.identity_ref,
+    )
+    .await?;
+    let key = scope.key();
+    let fp = fingerprint(scope.oss, &scope.status)?;
+    if let Some(id) = scope
+        .status
+        .instance_id
+        .clone()
+        .filter(|_| scope.status.ready)
+        && is_steady(scope.ctx, &key, &fp, &id, &s).await?
+    {
+        return Ok(Action::requeue(scope.ctx.options.sync_period));
+    }
+    let resolved = match scope
+        .status
+        .resolved
+        .clone()
+        .filter(|r| !r.ports.is_empty())
+    {
+        Some(r) => r,
+        None => match resolve(scope, &s).await? {
+            Resolution::Ready(r) => {
+                // Persisted before anything is created (upstream's guarantee, kept).
+                scope.status.resolved = Some(r.clone());
+                scope.flush().await?;
+                r
+            }
+            Resolution::Wait(why) => return wait(scope, why).await,
+        },
+    };
+    let recorded = scope.status.instance_id.clone().filter(|i| !i.is_empty());
+    let req = match recorded {
+        // The server exists (or existed): ensure_server only looks it up, never creates.
+        Some(_) => ServerRequest::default(),
+        None => match prepare(scope, &s, &resolved).await? {
+            Ok(req) => req,
+            Err(why) => return wait(scope, why).await,
+        },
+    };
+    match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
+        Ok(Outcome::Ready(server)) => ready(scope, server).await,
+        Ok(Outcome::NotReady { id, reason }) => {
+            scope.status.instance_id = Some(id);
+            scope.status.instance_state = Some("BUILD".into());
+            scope.status.ready = false;
+            wait(scope, reason).await
+        }
+        Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
+            failed(scope, &s, &id, &fault).await
+        }
+        Err(capo_cloud::Error::NotFound { kind: "server", .. }) => deleted(scope).await,
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Resolution> {
+    let r = Resolver {
+        s,
+        cache: scope.cache,
+        scope: LookupCache::scope_of(s).await,
+        client: &scope.ctx.client,
+    };
+    r.resolve(scope.oss).await
+}
+
+/// Ports (each ID written as soon as it is known), volumes and user data; Err(why) while a
+/// volume is still being created or the user data Secret is missing.
+async fn prepare(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    resolved: &ResolvedMachineSpec,
+) -> Result<std::result::Result<ServerRequest, String>> {
+    let mut port_ids = Vec::with_capacity(resolved.ports.len());
+    for (i, spec) in resolved.ports.iter().enumerate() {
+        let rec = recorded_port(scope, i);
+        let p = instance::ensure_port(s, &scope.owner, spec, rec.as_deref()).await?;
+        record_port(scope, i, &p.id);
+        scope.flush().await?;
+        port_ids.push(p.id);
+    }
+    let spec = &scope.oss.spec;
+    let plan = instance::plan_volumes(
+        &scope.owner.name,
+        spec.root_volume.as_ref(),
+        resolved.image_id.as_deref(),
+        &spec.additional_block_devices,
+        spec.availability_zone.as_deref(),
+    );
+    let volumes: Vec<EnsuredVolume> = match instance::ensure_volumes(
+        s,
+        &scope.owner,
+        &plan,
+        &BTreeMap::new(),
+        |_, _| {},
+    )
+    .await?
+    {
+        Outcome::Ready(v) => v,
+        Outcome::NotReady { reason, .. } => return Ok(Err(reason)),
+    };
+    let user_data = match user_data(scope).await? {
+        Ok(u) => u,
+        Err(why) => return Ok(Err(why)),
+    };
+    Ok(Ok(request(scope, resolved, port_ids, volumes, user_data)))
+}
+
+fn recorded_port(scope: &Scope<'_>, i: usize) -> Option<String> {
+    scope
+        .status
+        .resources
+        .as_ref()
+        .and_then(|r| r.ports.get(i))
+        .map(|p| p.id.clone())
+        .filter(|id| !id.is_empty())
+}
+
+fn record_port(scope: &mut Scope<'_>, i: usize, id: &str) {
+    let res = scope
+        .status
+        .resources
+        .get_or_insert_with(MachineResources::default);
+    while res.ports.len() <= i {
+        res.ports.push(PortStatus::default());
+    }
+    res.ports[i].id = id.to_owned();
+}
+
+/// The bootstrap data (`value` of the Secret in `spec.userDataRef`); never logged.
+async fn user_data(scope: &Scope<'_>) -> Result<std::result::Result<Option<UserData>, String>> {
+    let Some(name) = scope
+        .oss
+        .spec
+        .user_data_ref
+        .as_ref()
+        .and_then(|r| r.name.clone())
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(Ok(None));
+    };
+    let ns = &scope.namespace;
+    let secret = Api::<Secret>::namespaced(scope.ctx.client.clone(), ns)
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get Secret {ns}/{name}"))?;
+    let value = secret
+        .and_then(|s| s.data)
+        .and_then(|mut d| d.remove("value"));
+    Ok(match value {
+        Some(v) => Ok(Some(UserData::new(v.0))),
+        None => Err(format!(
+            "waiting for key \"value\" of user data Secret {name}"
+        )),
+    })
+}
+
+fn request(
+    scope: &Scope<'_>,
+    resolved: &ResolvedMachineSpec,
+    port_ids: Vec<String>,
+    volumes: Vec<EnsuredVolume>,
+    user_data: Option<UserData>,
+) -> ServerRequest {
+    let spec = &scope.oss.spec;
+    let local_devices = spec
+        .additional_block_devices
+        .iter()
+        .filter(|d| d.storage.r#type == "Local")
+        .map(|d| (d.name.clone(), u32::try_from(d.size_gib).unwrap_or(0)))
+        .collect();
+    let scheduler_hints = spec
+        .scheduler_hint_additional_properties
+        .iter()
+        .map(|h| {
+            let v = match h.value.r#type {
+                SchedulerHintValueType::Bool => serde_json::json!(h.value.bool),
+                SchedulerHintValueType::Number => serde_json::json!(h.value.number),
+                SchedulerHintValueType::String => serde_json::json!(h.value.string),
+            };
+            (h.name.clone(), v)
+        })
+        .collect();
+    ServerRequest {
+        flavor_id: resolved.flavor_id.clone().unwrap_or_default(),
+        image_id: resolved.image_id.clone(),
+        port_ids,
+        volumes,
+        local_devices,
+        user_data,
+        key_name: Some(spec.ssh_key_name.clone()).filter(|k| !k.is_empty()),
+        metadata: spec
+            .server_metadata
+            .iter()
+            .map(|m| (m.key.clone(), m.value.clone()))
+            .collect(),
+        tags: Vec::new(),
+        availability_zone: spec.availability_zone.clone(),
+        server_group_id: resolved.server_group_id.clone(),
+        scheduler_hints,
+        config_drive: spec.config_drive == Some(true),
+    }
+}
+
+/// The server's addresses as Cluster API wants them: fixed → InternalIP, floating →
+/// ExternalIP, plus the server name as InternalDNS.
+pub(crate) fn addresses(server: &Server) -> Vec<MachineAddress> {
+    let mut out = Vec::new();
+    for a in server.addresses.values().flatten() {
+        let kind = if a.ip_type.as_deref() == Some("floating") {
+            "ExternalIP"
+        } else {
+            "InternalIP"
+        };
+        out.push(MachineAddress {
+            address: a.addr.clone(),
+            r#type: kind.into(),
+        });
+    }
+    out.push(MachineAddress {
+        address: server.name.clone(),
+        r#type: "InternalDNS".into(),
+    });
+    out
+}
+
+async fn ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
+    let first = !scope.status.ready;
+    scope.status.instance_id = Some(server.id.clone());
+    scope.status.instance_state = Some(server.status.clone());
+    scope.status.addresses = addresses(&server);
+    scope.status.ready = true;
+    scope.set_instance(State::True);
+    scope.flush().await?;
+    if first {
+        let note = format!("server {} is ACTIVE", server.id);
+        scope
+            .event(EventType::Normal, "InstanceReady", "Reconcile", Some(note))
+            .await;
+    }
+    let fp = fingerprint(scope.oss, &scope.status)?;
+    scope.ctx.set_converged(&scope.key(), fp, true);
+    Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
+    scope.set_instance(State::info(INSTANCE_NOT_READY, why));
+    scope.flush().await?;
+    Ok(Action::requeue(scope.ctx.options.requeue_pending))
+}
+
+/// The server went to ERROR (NoValidHost, quota, ...): report Nova's fault, delete the failed
+/// server (ports and volumes stay for the next attempt) and retry on the slow backoff.
+async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Result<Action> {
+    let message = format!("server {id} is in ERROR: {fault}");
+    scope.ctx.forget_converged(&scope.key());
+    scope.status.ready = false;
+    scope.status.instance_state = Some("ERROR".into());
+    // Forget the failed server: the next attempt creates a new one (found by name while it is
+    // still going away, and then reported the same way).
+    scope.status.instance_id = None;
+    scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
+    scope.flush().await?;
+    scope
+        .event(
+            EventType::Warning,
+            INSTANCE_STATE_ERROR,
+            "Reconcile",
+            Some(message),
+        )
+        .await;
+    match compute::delete_server(s, id).await {
+        Ok(()) => tracing::info!(%id, "deleted failed server; retrying later"),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => tracing::warn!(%id, error = %e, "could not delete failed server; retrying later"),
+    }
+    Ok(Action::requeue(scope.ctx.options.slow_retry))
+}
+
+/// The recorded server is gone and nothing with its name exists: deleted outside capo. It is
+/// not re-created (upstream's contract): reported so a MachineHealthCheck can remediate.
+async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
+    let id = scope.status.instance_id.clone().unwrap_or_default();
+    let message = format!("server {id} was deleted outside capo");
+    scope.ctx.forget_converged(&scope.key());
+    scope.status.ready = false;
+    scope.status.instance_state = Some("DELETED".into());
+    scope.set_instance(State::error(INSTANCE_DELETED, message.clone()));
+    scope.flush().await?;
+    scope
+        .event(
+            EventType::Warning,
+            INSTANCE_DELETED,
+            "Reconcile",
+            Some(message),
+        )
+        .await;
+    Ok(Action::requeue(scope.ctx.options.sync_period))
+}

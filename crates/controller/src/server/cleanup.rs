@@ -1,0 +1,85 @@
+//! The delete path of an OpenStackServer: the server, then its trunks, ports and volumes,
+//! found by recorded ID or by deterministic name + ownership. Nothing needs resolving, so it
+//! finishes after `clusterctl move` lost the status and after the image was deleted.
+
+use capo_api::constants::condition_types::READY;
+use capo_cloud::instance::{self, Outcome, Recorded, port_name};
+use kube::runtime::controller::Action;
+
+use super::scope::Scope;
+use crate::conditions::State;
+use crate::credentials::session_for;
+use crate::error::Result;
+
+/// Delete everything of the server: `None` once done (the caller removes the finalizer), else
+/// the requeue while something is still going away.
+pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Option<Action>> {
+    match steps(scope).await {
+        Ok(a) => Ok(a),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
+    let s = session_for(
+        scope.ctx,
+        &scope.object(),
+        &scope.namespace,
+        &scope.oss.spec.identity_ref,
+    )
+    .await?;
+    let rec = Recorded {
+        instance_id: scope.status.instance_id.clone(),
+        port_ids: scope
+            .status
+            .resources
+            .iter()
+            .flat_map(|r| r.ports.iter().map(|p| p.id.clone()))
+            .collect(),
+        volume_ids: Vec::new(),
+    };
+    let (ports, volumes) = names(scope);
+    match instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await? {
+        Outcome::Ready(()) => {
+            scope.ctx.forget_converged(&scope.key());
+            Ok(None)
+        }
+        Outcome::NotReady { reason, .. } => {
+            scope.status.ready = false;
+            scope.set(READY, State::info("Deleting", reason));
+            scope.flush().await?;
+            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+        }
+    }
+}
+
+/// Deterministic port and volume names, from the resolved spec or else from the spec.
+fn names(scope: &Scope<'_>) -> (Vec<String>, Vec<String>) {
+    let spec = &scope.oss.spec;
+    let name = &scope.owner.name;
+    let mut ports: Vec<String> = scope
+        .status
+        .resolved
+        .iter()
+        .flat_map(|r| r.ports.iter().map(|p| p.name.clone()))
+        .collect();
+    if ports.is_empty() {
+        ports = spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| port_name(name, p.name_suffix.as_deref(), i))
+            .collect();
+    }
+    let volumes = instance::plan_volumes(
+        name,
+        spec.root_volume.as_ref(),
+        None,
+        &spec.additional_block_devices,
+        None,
+    )
+    .into_iter()
+    .map(|v| v.name)
+    .collect();
+    (ports, volumes)
+}

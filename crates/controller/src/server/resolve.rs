@@ -1,0 +1,240 @@
+//! Resolution of an OpenStackServer's references (image, flavor, server group, and every
+//! port's network, subnets and security groups) into `status.resolved`, which is written
+//! before anything is created. Selectors given by ID are taken as they are (the create that
+//! uses them fails with the cloud's message if they are wrong); filters are looked up through
+//! the shared [`LookupCache`].
+
+use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1beta1::{
+    ImageParam, NetworkParam, PortOpts, ResolvedFixedIP, ResolvedMachineSpec, ResolvedPortSpec,
+    SubnetParam,
+};
+use capo_cloud::instance::{self, port_name};
+use capo_cloud::networking::lookup::{neutron_filter, resolve_one, subnet_filter};
+use capo_openstack::Session;
+use capo_openstack::network::{NETWORK, Network, SECURITY_GROUP, SUBNET, SecurityGroup, Subnet};
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+
+use super::cache::LookupCache;
+use crate::error::{Error, KubeContext, Result};
+
+/// Outcome of a resolution.
+#[derive(Debug)]
+pub(super) enum Resolution {
+    /// Every reference resolved.
+    Ready(ResolvedMachineSpec),
+    /// Something referenced is not ready yet (an ORC Image without an ID).
+    Wait(String),
+}
+
+/// What a resolution needs.
+pub(super) struct Resolver<'a> {
+    pub s: &'a Session,
+    pub cache: &'a LookupCache,
+    /// Cache scope of the session (see [`LookupCache::scope_of`]).
+    pub scope: String,
+    pub client: &'a kube::Client,
+}
+
+impl Resolver<'_> {
+    async fn cached<F>(&self, what: &str, key: String, f: F) -> Result<String>
+    where
+        F: std::future::Future<Output = capo_cloud::Result<String>>,
+    {
+        let key = format!("{}|{what}|{key}", self.scope);
+        Ok(self.cache.get_or(key, f).await?)
+    }
+
+    /// Resolve everything, or say what is awaited.
+    pub async fn resolve(&self, oss: &OpenStackServer) -> Result<Resolution> {
+        let spec = &oss.spec;
+        let image_id = match self.image(oss, &spec.image).await? {
+            Ok(id) => id,
+            Err(why) => return Ok(Resolution::Wait(why)),
+        };
+        let flavor_key = format!("{:?}|{:?}", spec.flavor, spec.flavor_id);
+        let flavor_id = self
+            .cached("flavor", flavor_key, async {
+                instance::resolve_flavor(self.s, spec.flavor.as_deref(), spec.flavor_id.as_deref())
+                    .await
+                    .map(|f| f.id)
+            })
+            .await?;
+        let server_group_id = match &spec.server_group {
+            None => None,
+            Some(p) if p.id.is_none() && p.filter.is_none() => None,
+            Some(p) => Some(
+                self.cached("server group", json_key(p)?, async {
+                    instance::resolve_server_group(self.s, p).await
+                })
+                .await?,
+            ),
+        };
+        if spec.ports.is_empty() {
+            return Err(Error::InvalidSpec(
+                "spec.ports: Required value: an OpenStackServer needs at least one port".into(),
+            ));
+        }
+        let mut ports = Vec::with_capacity(spec.ports.len());
+        for (i, p) in spec.ports.iter().enumerate() {
+            ports.push(self.port(oss, p, i).await?);
+        }
+        Ok(Resolution::Ready(ResolvedMachineSpec {
+            flavor_id: Some(flavor_id),
+            image_id: Some(image_id),
+            ports,
+            server_group_id,
+        }))
+    }
+
+    /// Image ID, or Err(why) while an ORC Image has no ID yet.
+    async fn image(
+        &self,
+        oss: &OpenStackServer,
+        p: &ImageParam,
+    ) -> Result<std::result::Result<String, String>> {
+        if let Some(r) = &p.image_ref {
+            let ns = oss.namespace().unwrap_or_default();
+            return orc_image_id(self.client, &ns, &r.name).await;
+        }
+        let id = self
+            .cached("image", json_key(p)?, async {
+                instance::resolve_image(self.s, p).await
+            })
+            .await?;
+        Ok(Ok(id))
+    }
+
+    async fn port(
+        &self,
+        oss: &OpenStackServer,
+        p: &PortOpts,
+        i: usize,
+    ) -> Result<ResolvedPortSpec> {
+        let spec = &oss.spec;
+        let name = port_name(&oss.name_any(), p.name_suffix.as_deref(), i);
+        let network = p.network.as_ref().ok_or_else(|| {
+            Error::InvalidSpec(format!("spec.ports[{i}].network: Required value"))
+        })?;
+        let network_id = self.network(network).await?;
+        let mut fixed_ips = Vec::with_capacity(p.fixed_ips.len());
+        for f in &p.fixed_ips {
+            let subnet = match &f.subnet {
+                Some(sp) => Some(self.subnet(sp, &network_id).await?),
+                None => None,
+            };
+            fixed_ips.push(ResolvedFixedIP {
+                ip_address: f.ip_address.clone(),
+                subnet,
+            });
+        }
+        let mut security_groups = Vec::new();
+        for g in p.security_groups.iter().chain(&spec.security_groups) {
+            let id = self.security_group(g).await?;
+            if !security_groups.contains(&id) {
+                security_groups.push(id);
+            }
+        }
+        let cluster = oss
+            .labels()
+            .get(capo_api::constants::CLUSTER_NAME_LABEL)
+            .cloned()
+            .unwrap_or_default();
+        Ok(ResolvedPortSpec {
+            admin_state_up: p.admin_state_up,
+            allowed_address_pairs: p.allowed_address_pairs.clone(),
+            description: p.description.clone().unwrap_or_else(|| {
+                format!("Created by cluster-api-provider-openstack cluster {cluster}")
+            }),
+            disable_port_security: p.disable_port_security,
+            fixed_ips,
+            host_id: p.host_id.clone(),
+            mac_address: p.mac_address.clone(),
+            name,
+            network_id,
+            profile: p.profile.clone(),
+            propagate_uplink_status: p.propagate_uplink_status,
+            security_groups,
+            tags: p.tags.clone(),
+            trunk: p.trunk.or(spec.trunk),
+            value_specs: p.value_specs.clone(),
+            vnic_type: p.vnic_type.clone(),
+        })
+    }
+
+    async fn network(&self, p: &NetworkParam) -> Result<String> {
+        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
+            return Ok(id.to_owned());
+        }
+        let filter = p.filter.as_ref().map(neutron_filter);
+        self.cached("network", json_key(p)?, async {
+            resolve_one::<Network>(self.s, NETWORK, None, filter)
+                .await
+                .map(|n| n.id)
+        })
+        .await
+    }
+
+    async fn subnet(&self, p: &SubnetParam, network_id: &str) -> Result<String> {
+        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
+            return Ok(id.to_owned());
+        }
+        // A port's subnet must be on the port's network.
+        let filter = p
+            .filter
+            .as_ref()
+            .map(|f| subnet_filter(f).with("network_id", network_id));
+        let key = format!("{network_id}|{}", json_key(p)?);
+        self.cached("subnet", key, async {
+            resolve_one::<Subnet>(self.s, SUBNET, None, filter)
+                .await
+                .map(|n| n.id)
+        })
+        .await
+    }
+
+    async fn security_group(&self, p: &NetworkParam) -> Result<String> {
+        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
+            return Ok(id.to_owned());
+        }
+        let filter = p.filter.as_ref().map(neutron_filter);
+        self.cached("security group", json_key(p)?, async {
+            resolve_one::<SecurityGroup>(self.s, SECURITY_GROUP, None, filter)
+                .await
+                .map(|n| n.id)
+        })
+        .await
+    }
+}
+
+fn json_key(v: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(v).map_err(|source| Error::Serialize {
+        what: "lookup key",
+        source,
+    })
+}
+
+/// `status.id` of the ORC `Image` `name` (openstack.k-orc.cloud/v1alpha1); Err(why) while
+/// the Image does not exist or has no ID yet.
+async fn orc_image_id(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<std::result::Result<String, String>> {
+    let gvk = GroupVersionKind::gvk("openstack.k-orc.cloud", "v1alpha1", "Image");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "images");
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let Some(img) = api
+        .get_opt(name)
+        .await
+        .kctx(|| format!("get ORC Image {ns}/{name}"))?
+    else {
+        return Ok(Err(format!("waiting for ORC Image {name} to exist")));
+    };
+    let id = img.data["status"]["id"].as_str().unwrap_or_default();
+    if id.is_empty() {
+        return Ok(Err(format!("waiting for ORC Image {name} to have an ID")));
+    }
+    Ok(Ok(id.to_owned()))
+}

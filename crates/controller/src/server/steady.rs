@@ -1,0 +1,61 @@
+//! Steady reconciles of an ACTIVE server cost one OpenStack request: a GET of the recorded
+//! server, which is what detects an out-of-band deletion or a server gone to ERROR.
+
+use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
+use capo_openstack::{Session, compute};
+use sha2::{Digest, Sha256};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// Fingerprint of what a converged reconcile depended on: UID, generation, spec, and the status
+/// without conditions.
+pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus) -> Result<String> {
+    let mut status = status.clone();
+    status.conditions.clear();
+    let ser = |v: serde_json::Result<Vec<u8>>| {
+        v.map_err(|source| Error::Serialize {
+            what: "fingerprint",
+            source,
+        })
+    };
+    let mut h = Sha256::new();
+    h.update(oss.metadata.uid.as_deref().unwrap_or_default());
+    h.update(oss.metadata.generation.unwrap_or_default().to_le_bytes());
+    h.update(ser(serde_json::to_vec(&oss.spec))?);
+    h.update(ser(serde_json::to_vec(&status))?);
+    Ok(format!("{:x}", h.finalize()))
+}
+
+/// True when the server converged with this fingerprint, was verified within the period, and
+/// is still ACTIVE. Anything else drops the memo: the caller runs a full reconcile.
+pub(super) async fn is_steady(
+    ctx: &Context,
+    key: &str,
+    fp: &str,
+    instance_id: &str,
+    s: &Session,
+) -> Result<bool> {
+    let Some(c) = ctx.converged(key) else {
+        return Ok(false);
+    };
+    if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
+        return Ok(false);
+    }
+    match compute::get_server(s, instance_id).await {
+        Ok(v) if v.status == "ACTIVE" => Ok(true),
+        Ok(v) => {
+            tracing::info!(id = %instance_id, status = %v.status, "server changed state; full reconcile");
+            ctx.forget_converged(key);
+            Ok(false)
+        }
+        Err(e) if e.is_not_found() => {
+            ctx.forget_converged(key);
+            Ok(false)
+        }
+        Err(e) => Err(Error::OpenStack {
+            op: format!("get server {instance_id}"),
+            source: e,
+        }),
+    }
+}

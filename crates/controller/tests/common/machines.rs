@@ -1,0 +1,249 @@
+//! Helpers of the machine and server tests: all three controllers started together (the
+//! shared `Harness::start` runs only the cluster controller), Cluster API Machines with their
+//! bootstrap Secret and OpenStackMachine, waits, and a session on the simulator.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1beta1::OpenStackMachine;
+use capo_controller::Context;
+use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache};
+use kube::Api;
+use serde_json::Value;
+
+use crate::common::{Harness, indent};
+
+/// The cluster, machine and server controllers of one test; stopped on drop.
+pub struct Controllers {
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Start the three controllers on a fresh context (nothing remembered: like a restart).
+pub fn start(h: &Harness) -> Controllers {
+    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let tasks = vec![
+        tokio::spawn(capo_controller::cluster::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )),
+        tokio::spawn(capo_controller::machine::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )),
+        tokio::spawn(capo_controller::server::run(ctx, shutdown(rx))),
+    ];
+    Controllers { stop: tx, tasks }
+}
+
+/// Cluster with a managed network and the API load balancer.
+pub const CLUSTER_LB: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.6.0.0/24
+apiServerLoadBalancer:
+  enabled: true
+managedSecurityGroups: {}
+";
+
+/// Cluster with a managed network and an API floating IP (no load balancer).
+pub const CLUSTER_FIP: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.7.0.0/24
+managedSecurityGroups: {}
+";
+
+/// A worker/control-plane machine spec: seeded flavor and image (by Glance name filter).
+pub const MACHINE: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+";
+
+/// Bootstrap data of every test machine (must never show up in logs or status).
+pub const BOOTSTRAP: &str = "#cloud-config\nruncmd: [echo not-a-real-secret]\n";
+
+/// A Cluster API Machine `name` of `cluster` (control plane when `cp`), its bootstrap Secret
+/// and its OpenStackMachine with `spec_yaml`, owned by the Machine.
+pub async fn create_machine(h: &Harness, cluster: &str, name: &str, cp: bool, spec_yaml: &str) {
+    let cp_label = if cp {
+        "    cluster.x-k8s.io/control-plane: \"\"\n"
+    } else {
+        ""
+    };
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("{name}-bootstrap"), "namespace": h.ns},
+        "stringData": {"value": BOOTSTRAP, "format": "cloud-config"},
+    }))
+    .expect("secret");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(h.client.clone(), &h.ns);
+    match secrets.create(&Default::default(), &secret).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(ae)) if ae.code == 409 => {}
+        Err(e) => panic!("create bootstrap secret: {e}"),
+    }
+    h.apply(&format!(
+        "apiVersion: cluster.x-k8s.io/v1beta2
+kind: Machine
+metadata:
+  name: {name}
+  labels:
+    cluster.x-k8s.io/cluster-name: {cluster}
+{cp_label}spec:
+  clusterName: {cluster}
+  bootstrap:
+    dataSecretName: {name}-bootstrap
+  infrastructureRef:
+    apiGroup: infrastructure.cluster.x-k8s.io
+    kind: OpenStackMachine
+    name: {name}
+"
+    ))
+    .await;
+    let m: Value = h
+        .get_dynamic("cluster.x-k8s.io/v1beta2", "Machine", name)
+        .await;
+    let uid = m["metadata"]["uid"].as_str().expect("uid").to_owned();
+    let spec = indent(spec_yaml, 2);
+    h.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachine
+metadata:
+  name: {name}
+  labels:
+    cluster.x-k8s.io/cluster-name: {cluster}
+{cp_label}  ownerReferences:
+  - apiVersion: cluster.x-k8s.io/v1beta2
+    kind: Machine
+    name: {name}
+    uid: {uid}
+spec:
+{spec}"
+    ))
+    .await;
+}
+
+/// OpenStackMachine API of the namespace.
+pub fn machines(h: &Harness) -> Api<OpenStackMachine> {
+    Api::namespaced(h.client.clone(), &h.ns)
+}
+
+/// OpenStackServer API of the namespace.
+pub fn servers(h: &Harness) -> Api<OpenStackServer> {
+    Api::namespaced(h.client.clone(), &h.ns)
+}
+
+/// Wait until `pred` holds for OpenStackMachine `name` (panics after `secs`).
+pub async fn wait_machine(
+    h: &Harness,
+    name: &str,
+    secs: u64,
+    what: &str,
+    pred: impl Fn(&OpenStackMachine) -> bool,
+) -> OpenStackMachine {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let o = machines(h).get_opt(name).await.expect("get");
+        if let Some(o) = &o
+            && pred(o)
+        {
+            return o.clone();
+        }
+        if Instant::now() > deadline {
+            let server = servers(h).get_opt(name).await.ok().flatten();
+            panic!(
+                "timed out waiting for {what}: machine {}\nserver {}",
+                serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default(),
+                serde_json::to_string_pretty(&server.map(|o| o.status)).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Wait for OpenStackMachine `name` to be ready.
+pub async fn wait_machine_ready(h: &Harness, name: &str) -> OpenStackMachine {
+    wait_machine(h, name, 60, "machine ready", |o| {
+        o.status.as_ref().and_then(|s| s.ready) == Some(true)
+    })
+    .await
+}
+
+/// Delete the OpenStackMachine and its Machine (Cluster API deletes the infrastructure
+/// machine first).
+pub async fn delete_machine(h: &Harness, name: &str) {
+    let _ = machines(h).delete(name, &Default::default()).await;
+    let capi: Api<capo_controller::capi::Machine> = Api::namespaced(h.client.clone(), &h.ns);
+    let _ = capi.delete(name, &Default::default()).await;
+}
+
+/// Wait until OpenStackMachine `name` and its OpenStackServer are gone.
+pub async fn wait_machine_gone(h: &Harness, name: &str, secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let m = machines(h).get_opt(name).await.expect("get");
+        let s = servers(h).get_opt(name).await.expect("get");
+        if m.is_none() && s.is_none() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "machine {name} not deleted: {}\nserver {}",
+                serde_json::to_string_pretty(&m.map(|o| o.status)).unwrap_or_default(),
+                serde_json::to_string_pretty(&s.map(|o| o.status)).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Items of a simulator collection in the test project.
+pub fn items(h: &Harness, collection: &str) -> Vec<Value> {
+    let state = h.sim.control().state(Some(&h.project()));
+    state[collection].as_array().cloned().unwrap_or_default()
+}
+
+/// A session on the simulator's `capo` project (to act behind the controllers' back).
+pub async fn session(h: &Harness) -> Session {
+    let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
+    let creds = Credentials::from_clouds_yaml(&h.sim.clouds_yaml(), "capo-sim", None, None)
+        .expect("credentials");
+    cache.session(&creds).expect("session")
+}
+
+/// Wait until `pred` holds (panics after `secs` with `what`).
+pub async fn wait_for(secs: u64, what: &str, mut pred: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !pred() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Count requests by `METHOD template`.
+pub fn histogram(reqs: &[String]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for r in reqs {
+        *out.entry(r.clone()).or_insert(0) += 1;
+    }
+    out
+}

@@ -1,0 +1,118 @@
+//! OpenStackMachine lifecycle against a real kube-apiserver and capo-sim: worker and
+//! control-plane machines with and without the API load balancer, scaling the control plane,
+//! deleting everything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use capo_controller::conditions::is_true;
+use common::Harness;
+use machines::*;
+
+fn members(h: &Harness) -> usize {
+    items(h, "members").len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_and_control_plane_with_load_balancer() {
+    let h = Harness::new("mlb").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_LB).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "c1-cp-0", true, MACHINE).await;
+    create_machine(&h, "c1", "c1-md-0", false, MACHINE).await;
+    for name in ["c1-cp-0", "c1-md-0"] {
+        let m = wait_machine_ready(&h, name).await;
+        let st = m.status.clone().unwrap();
+        let id = st.instance_id.clone().unwrap();
+        assert_eq!(m.spec.provider_id, None.or(m.spec.provider_id.clone()));
+        let m = wait_machine(&h, name, 10, "providerID", |m| m.spec.provider_id.is_some()).await;
+        assert_eq!(
+            m.spec.provider_id.as_deref(),
+            Some(format!("openstack:///{id}").as_str())
+        );
+        assert_eq!(st.instance_state.as_deref(), Some("ACTIVE"));
+        assert_eq!(
+            st.initialization.as_ref().and_then(|i| i.provisioned),
+            Some(true)
+        );
+        let kinds: Vec<&str> = st.addresses.iter().map(|a| a.r#type.as_str()).collect();
+        assert!(
+            kinds.contains(&"InternalIP") && kinds.contains(&"InternalDNS"),
+            "{kinds:?}"
+        );
+        assert!(
+            st.addresses
+                .iter()
+                .any(|a| a.address.starts_with("10.6.0.")),
+            "{:?}",
+            st.addresses
+        );
+        assert!(
+            is_true(&st.conditions, "Ready") && is_true(&st.conditions, "InstanceReady"),
+            "{:?}",
+            st.conditions
+        );
+        assert!(st.resolved.is_some() && st.resources.is_some());
+    }
+    let cp = machines(&h).get("c1-cp-0").await.unwrap();
+    assert!(is_true(
+        &cp.status.unwrap().conditions,
+        "APIServerIngressReadyCondition"
+    ));
+    assert_eq!(
+        members(&h),
+        1,
+        "one member per API port and control-plane machine"
+    );
+    // The bootstrap data reached Nova, and never the status.
+    let server = items(&h, "servers")
+        .into_iter()
+        .find(|s| s["name"] == "c1-md-0")
+        .unwrap();
+    let ports = items(&h, "ports");
+    let port = ports.iter().find(|p| p["name"] == "c1-md-0-0").unwrap();
+    let worker_sg = h
+        .clusters()
+        .get("c1")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .worker_security_group
+        .unwrap()
+        .id;
+    assert_eq!(port["security_groups"], serde_json::json!([worker_sg]));
+    assert!(
+        server["metadata"]["capo-server-uid"].is_string(),
+        "{server}"
+    );
+    let oss = servers(&h).get("c1-md-0").await.unwrap();
+    assert!(
+        !serde_json::to_string(&oss)
+            .unwrap()
+            .contains("not-a-real-secret")
+    );
+
+    for name in ["c1-cp-0", "c1-md-0"] {
+        delete_machine(&h, name).await;
+    }
+    for name in ["c1-cp-0", "c1-md-0"] {
+        wait_machine_gone(&h, name, 60).await;
+    }
+    assert_eq!(members(&h), 0);
+    for col in ["servers", "ports", "trunks", "volumes"] {
+        assert!(
+            items(&h, col)
+                .iter()
+                .all(|p| !p["name"].as_str().unwrap_or_default().starts_with("c1-")),
+            "{col} left"
+        );
+    }
+    h.delete_cluster("c1").await;
+    h.wait_gone("c1", 60).await;
+    let inv = h.inventory();
+    assert!(inv.is_empty(), "left behind: {inv:?}");
+}
