@@ -23,10 +23,11 @@
 //! - Every function returns the IDs it ensured, so the caller can write them to status at once.
 //!
 //! ## Request budget (capo-sim, warm session; golden traces in `tests/golden/`)
-//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 27
-//! requests (4 lookups, 23 writes: 5 creates, 5 tag writes, 1 interface, 12 rules), steady
-//! reconcile 6 (all GETs: external network, network, subnet, router, router ports, one list of
-//! the groups with their rules), rebuild from names after a lost status 6, delete 10.
+//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 16
+//! requests (4 lookups, 12 writes: 5 creates, 5 tag writes, 1 interface, and all 12 rules in
+//! one Neutron bulk create), steady reconcile 6 (all GETs: external network, network, subnet,
+//! router, router ports, one list of the groups with their rules), rebuild from names after a
+//! lost status 6, delete 10.
 //! Tags are written with a separate `PUT .../tags` because tags in the create body need the
 //! newer `tag-creation` Neutron extension; a crash between the two is healed by adoption.
 

@@ -58,6 +58,9 @@ async fn create_steady_delete_request_counts() {
     let create = h.requests();
     let create_writes = h.writes();
     let create_gets = create.len() - create_writes.len();
+    if std::env::var_os("CAPO_PRINT_TRACE").is_some() {
+        println!("{create:#?}");
+    }
 
     // One steady reconcile, driven directly with the running context.
     h.sim.control().clear_requests();

@@ -19,8 +19,8 @@ const S: Service = Service::Network;
 
 use crate::resource::resource;
 pub use crate::resource::{
-    ListFilter, Resource, create, create_request, delete, delete_request, get, get_request, list,
-    list_request, update, update_request,
+    ListFilter, Resource, create, create_bulk, create_bulk_request, create_request, delete,
+    delete_request, get, get_request, list, list_request, update, update_request,
 };
 
 resource!(NETWORK, S, "networks", "network", "networks", "network");

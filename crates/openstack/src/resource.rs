@@ -84,6 +84,15 @@ pub fn create_request(r: Resource, body: &impl Serialize) -> Request {
         json!({ r.singular: body }),
     )
 }
+/// POST /{collection} with Neutron's bulk form `{"<plural>": [...]}`: all or nothing.
+pub fn create_bulk_request<B: Serialize>(r: Resource, bodies: &[B]) -> Request {
+    Request::post(
+        r.service,
+        r.collection,
+        r.labels[0],
+        json!({ r.plural: bodies }),
+    )
+}
 /// GET /{collection}/{id}.
 pub fn get_request(r: Resource, id: &str) -> Request {
     Request::get(r.service, format!("{}/{id}", r.collection), r.labels[1])
@@ -119,6 +128,14 @@ pub async fn create<T: DeserializeOwned>(
     body: &impl Serialize,
 ) -> Result<T> {
     s.fetch(&create_request(r, body), r.singular).await
+}
+/// Create several resources in one request (Neutron bulk create).
+pub async fn create_bulk<T: DeserializeOwned, B: Serialize>(
+    s: &Session,
+    r: Resource,
+    bodies: &[B],
+) -> Result<Vec<T>> {
+    s.fetch(&create_bulk_request(r, bodies), r.plural).await
 }
 /// Get a resource.
 pub async fn get<T: DeserializeOwned>(s: &Session, r: Resource, id: &str) -> Result<T> {

@@ -231,6 +231,48 @@ async fn security_groups_rules_duplicates_and_in_use() {
 }
 
 #[tokio::test]
+async fn security_group_rules_bulk_create_is_all_or_nothing() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (_, g) = c
+        .post(
+            "/network/v2.0/security-groups",
+            json!({"security_group": {"name": "bulk"}}),
+        )
+        .await;
+    let sg = g["security_group"]["id"].as_str().unwrap().to_string();
+    let rule = |port: u16| json!({"security_group_id": sg, "direction": "ingress", "protocol": "tcp", "port_range_min": port, "port_range_max": port});
+    let (st, out) = c
+        .post(
+            "/network/v2.0/security-group-rules",
+            json!({"security_group_rules": [rule(22), rule(80)]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{out}");
+    assert_eq!(out["security_group_rules"].as_array().unwrap().len(), 2);
+    // A batch with a duplicate (of an existing rule, or within itself) creates nothing.
+    for batch in [vec![rule(443), rule(22)], vec![rule(8080), rule(8080)]] {
+        let (st, e) = c
+            .post(
+                "/network/v2.0/security-group-rules",
+                json!({"security_group_rules": batch}),
+            )
+            .await;
+        assert_eq!(
+            (st, e["NeutronError"]["type"].as_str()),
+            (StatusCode::CONFLICT, Some("SecurityGroupRuleExists"))
+        );
+    }
+    let (_, list) = c
+        .get(&format!(
+            "/network/v2.0/security-group-rules?security_group_id={sg}"
+        ))
+        .await;
+    // Two default egress rules plus the two created in bulk.
+    assert_eq!(list["security_group_rules"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test]
 async fn tags_filters_and_pagination() {
     let sim = common::sim().await;
     let c = common::capo(&sim).await;

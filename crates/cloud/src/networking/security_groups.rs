@@ -93,13 +93,17 @@ pub async fn ensure_security_groups(
     };
     let desired = desired_rules(spec, &ids, ipv4_subnet_cidr)?;
     let mut out = SecurityGroups::default();
+    let mut to_create: Vec<SecurityGroupRule> = Vec::new();
     for (role, g) in &groups {
         let rules: &[DesiredRule] = match role {
             SecurityGroupRole::ControlPlane => &desired.control_plane,
             SecurityGroupRole::Worker => &desired.worker,
             SecurityGroupRole::Bastion => desired.bastion.as_deref().unwrap_or_default(),
         };
-        reconcile_rules(s, g, rules, strict).await?;
+        to_create.extend(reconcile_rules(s, g, rules, strict).await?);
+    }
+    create_rules(s, &to_create).await?;
+    for (role, g) in &groups {
         out.set(
             *role,
             SecurityGroupStatus {
@@ -167,26 +171,38 @@ async fn create_group(s: &Session, owner: &Owner, name: &str) -> Result<Security
         .ctx(|| format!("create security group {name}"))
 }
 
+/// Delete the rules that must go; return the ones to create (created together by the caller).
 async fn reconcile_rules(
     s: &Session,
     g: &SecurityGroup,
     desired: &[DesiredRule],
     strict: bool,
-) -> Result<()> {
+) -> Result<Vec<SecurityGroupRule>> {
     let d = diff(desired, &g.security_group_rules, strict);
     for id in &d.delete {
         delete_opt(s, SECURITY_GROUP_RULE, id).await?;
     }
-    for r in &d.create {
-        let body = r.to_create(&g.id);
-        let _: SecurityGroupRule = net::create(s, SECURITY_GROUP_RULE, &body).await.ctx(|| {
-            format!(
-                "create rule {:?} in security group {}",
-                r.description, g.name
-            )
-        })?;
+    Ok(d.create.iter().map(|r| r.to_create(&g.id)).collect())
+}
+
+/// Create every missing rule of every group in one Neutron bulk request (atomic: a failure
+/// creates none, and a lost reply is healed by the next diff, which sees what was created).
+async fn create_rules(s: &Session, rules: &[SecurityGroupRule]) -> Result<()> {
+    match rules {
+        [] => Ok(()),
+        [one] => {
+            let _: SecurityGroupRule = net::create(s, SECURITY_GROUP_RULE, one)
+                .await
+                .ctx(|| format!("create rule {:?}", one.description))?;
+            Ok(())
+        }
+        many => {
+            let _: Vec<SecurityGroupRule> = net::create_bulk(s, SECURITY_GROUP_RULE, many)
+                .await
+                .ctx(|| format!("create {} security group rules", many.len()))?;
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Delete the three managed groups (bastion's too, whether or not it is enabled now). Absent

@@ -292,24 +292,64 @@ const RULE_IDENTITY: &[&str] = &[
     "remote_address_group_id",
 ];
 
+/// One rule (`{"security_group_rule": {...}}`) or Neutron's bulk form
+/// (`{"security_group_rules": [...]}`), which is all-or-nothing: every rule is validated
+/// (including duplicates within the batch) before any is stored.
 async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
+    let whole = crate::http::body(SVC, &b)?;
+    if let Some(items) = whole.get(RULES).and_then(Value::as_array) {
+        let mut w = lock(&st, &ctx);
+        let mut batch: Vec<(String, String, Value)> = Vec::new();
+        for req in items {
+            let (id, owner, body) = build_rule(&w, &ctx, req, &batch)?;
+            batch.push((id, owner, body));
+        }
+        let out: Vec<Value> = batch.iter().map(|(_, _, b)| b.clone()).collect();
+        for (id, owner, body) in batch {
+            w.insert(RULES, &id, &owner, body);
+        }
+        return Ok(crate::http::reply(
+            StatusCode::CREATED,
+            json!({ RULES: out }),
+        ));
+    }
     let req = req_member(RULES, &b)?;
     let mut w = lock(&st, &ctx);
-    let (project, mut body) = new_body(&ctx, &req, rule_defaults())?;
+    let (id, owner, body) = build_rule(&w, &ctx, &req, &[])?;
+    w.insert(RULES, &id, &owner, body.clone());
+    created(RULES, body)
+}
+
+/// Validate one rule request against the world and the rules of the same batch.
+fn build_rule(
+    w: &World,
+    ctx: &Ctx,
+    req: &Value,
+    batch: &[(String, String, Value)],
+) -> ApiResult<(String, String, Value)> {
+    let (project, mut body) = new_body(ctx, req, rule_defaults())?;
     let sg = body["security_group_id"].as_str().unwrap_or("").to_string();
-    let owner = find(&w, &ctx, COL, &sg)?.project.clone();
+    let owner = find(w, ctx, COL, &sg)?.project.clone();
     if !ctx.owns(&owner) {
         return Err(crate::network::not_found(COL, &sg));
     }
     if let Some(rg) = body["remote_group_id"].as_str() {
-        find(&w, &ctx, COL, rg)?;
+        find(w, ctx, COL, rg)?;
     }
     validate_rule(&mut body)?;
-    check_quota(&w, &project, RULES, "security_group_rule")?;
+    check_quota(w, &project, RULES, "security_group_rule")?;
+    let same = |r: &Value| RULE_IDENTITY.iter().all(|k| r[*k] == body[*k]);
     let dup = w
         .iter(RULES)
-        .find(|(_, r)| RULE_IDENTITY.iter().all(|k| r.body[*k] == body[*k]));
-    if let Some((rid, _)) = dup {
+        .find(|(_, r)| same(&r.body))
+        .map(|(rid, _)| rid.to_string())
+        .or_else(|| {
+            batch
+                .iter()
+                .find(|(_, _, b)| same(b))
+                .map(|(rid, _, _)| rid.clone())
+        });
+    if let Some(rid) = dup {
         return Err(ApiError::conflict(
             SVC,
             "SecurityGroupRuleExists",
@@ -318,8 +358,7 @@ async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResul
     }
     body["belongs_to_default_sg"] = json!(w.default_sg.get(&owner) == Some(&sg));
     let id = body["id"].as_str().unwrap_or_default().to_string();
-    w.insert(RULES, &id, &owner, body.clone());
-    created(RULES, body)
+    Ok((id, owner, body))
 }
 
 async fn delete_rule(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
