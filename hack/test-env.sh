@@ -132,8 +132,8 @@ fi
 capi=$(module_dir sigs.k8s.io/cluster-api)
 orc=$(module_dir github.com/k-orc/openstack-resource-controller/v2)
 [[ -d "$capi" && -d "$orc" ]] || die "could not download the Cluster API or ORC module"
-# Core objects the controllers read, plus the kubeadm bootstrap/control-plane kinds, ClusterClass
-# and MachineHealthCheck that the cluster templates (templates/) create.
+# Core objects the controllers read, plus the kinds cluster templates (templates/) use or users
+# commonly add: kubeadm bootstrap/control plane, ClusterClass, MachineHealthCheck.
 for f in config/crd/bases/cluster.x-k8s.io_clusters config/crd/bases/cluster.x-k8s.io_machines \
   config/crd/bases/cluster.x-k8s.io_machinesets config/crd/bases/cluster.x-k8s.io_machinedeployments \
   config/crd/bases/ipam.cluster.x-k8s.io_ipaddressclaims config/crd/bases/ipam.cluster.x-k8s.io_ipaddresses \
