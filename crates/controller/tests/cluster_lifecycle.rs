@@ -69,3 +69,172 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
     let inv = h.inventory();
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
+
+const NO_LB: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.7.0.0/24
+managedSecurityGroups:
+  allowAllInClusterTraffic: true
+apiServerPort: 8443
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_load_balancer_the_endpoint_is_a_floating_ip_deleted_with_the_cluster() {
+    let mut h = Harness::new("nolb").await;
+    h.start();
+    h.create_cluster("c2", NO_LB).await;
+    let o = h.wait_ready("c2").await;
+    let ep = o.spec.control_plane_endpoint.clone().unwrap();
+    assert!(
+        ep.host.as_deref().unwrap().starts_with("172.24.4."),
+        "{ep:?}"
+    );
+    assert_eq!(ep.port, Some(8443), "apiServerPort is the endpoint port");
+    assert!(
+        o.status
+            .as_ref()
+            .unwrap()
+            .api_server_load_balancer
+            .is_none()
+    );
+    let inv = h.inventory();
+    assert_eq!(inv.get("floatingips"), Some(&1), "{inv:?}");
+    assert_eq!(inv.get("loadbalancers"), None, "{inv:?}");
+    // The API rule follows apiServerPort (upstream hard-codes 6443).
+    let state = h.sim.control().state(Some(&h.project()));
+    let api_rule = state["security_group_rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["port_range_min"] == 8443 && r["direction"] == "ingress");
+    assert!(api_rule, "no ingress rule for 8443");
+    h.delete_cluster("c2").await;
+    h.wait_gone("c2", 60).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pre_existing_network_by_id_and_by_filter_dual_stack_and_byo_router_are_never_deleted() {
+    use capo_openstack::network::{self as net, Network, Subnet};
+    let mut h = Harness::new("byo").await;
+    let s = h.session();
+    let netw: Network = net::create(&s, net::NETWORK, &serde_json::json!({"name": "user-net"}))
+        .await
+        .unwrap();
+    let v4: Subnet = net::create(
+        &s,
+        net::SUBNET,
+        &serde_json::json!({"name": "user-v4", "network_id": netw.id, "cidr": "10.9.0.0/24", "ip_version": 4}),
+    )
+    .await
+    .unwrap();
+    let _v6: Subnet = net::create(
+        &s,
+        net::SUBNET,
+        &serde_json::json!({"name": "user-v6", "network_id": netw.id, "cidr": "fd00:9::/64", "ip_version": 6, "ipv6_address_mode": "slaac", "ipv6_ra_mode": "slaac"}),
+    )
+    .await
+    .unwrap();
+    let router: serde_json::Value =
+        net::create(&s, net::ROUTER, &serde_json::json!({"name": "user-router"}))
+            .await
+            .unwrap();
+    let before = h.inventory();
+    h.start();
+    // By network id, both subnets by filter (dual stack), BYO router by name.
+    h.create_cluster(
+        "by-id",
+        &format!(
+            "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+network:
+  id: {}
+subnets:
+- filter:
+    name: user-v4
+- filter:
+    name: user-v6
+router:
+  filter:
+    name: user-router
+disableAPIServerFloatingIP: true
+apiServerFixedIP: 10.9.0.10
+",
+            netw.id
+        ),
+    )
+    .await;
+    let o = h.wait_ready("by-id").await;
+    let st = o.status.clone().unwrap();
+    assert_eq!(st.network.as_ref().unwrap().id, netw.id);
+    assert_eq!(st.network.as_ref().unwrap().subnets.len(), 2);
+    assert_eq!(
+        st.router.as_ref().unwrap().id,
+        router["id"].as_str().unwrap()
+    );
+    assert_eq!(
+        o.spec.control_plane_endpoint.unwrap().host.as_deref(),
+        Some("10.9.0.10")
+    );
+    // The network inferred from a subnet (no spec.network).
+    h.create_cluster(
+        "by-filter",
+        &format!(
+            "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+subnets:
+- id: {}
+disableAPIServerFloatingIP: true
+apiServerFixedIP: 10.9.0.11
+managedSecurityGroups: {{}}
+",
+            v4.id
+        ),
+    )
+    .await;
+    let o2 = h.wait_ready("by-filter").await;
+    assert_eq!(o2.status.unwrap().network.unwrap().id, netw.id);
+    for name in ["by-id", "by-filter"] {
+        h.delete_cluster(name).await;
+        h.wait_gone(name, 60).await;
+    }
+    assert_eq!(
+        h.inventory(),
+        before,
+        "user resources must survive, ours must go"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_cluster_makes_no_cloud_call_until_unpaused() {
+    let mut h = Harness::new("paused").await;
+    h.start();
+    h.sim.control().clear_requests();
+    h.create_cluster_paused("p1", NO_LB, true).await;
+    let o = h
+        .wait_cluster("p1", 30, "Paused condition", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| capo_controller::conditions::is_true(&s.conditions, "Paused"))
+        })
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        h.requests().is_empty(),
+        "paused cluster called OpenStack: {:?}",
+        h.requests()
+    );
+    assert!(o.metadata.finalizers.is_none(), "no finalizer while paused");
+    h.set_cluster_paused("p1", false).await;
+    let o = h.wait_ready("p1").await;
+    assert!(!capo_controller::conditions::is_true(
+        &o.status.unwrap().conditions,
+        "Paused"
+    ));
+    h.delete_cluster("p1").await;
+    h.wait_gone("p1", 60).await;
+}

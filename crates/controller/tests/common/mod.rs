@@ -122,6 +122,52 @@ impl Harness {
         });
     }
 
+    /// Start the cluster, machine and server controllers (bastion and machine tests).
+    pub fn start_all(&mut self) {
+        self.stop();
+        let ctx = Context::new(
+            self.client.clone(),
+            self.sessions.clone(),
+            self.options.clone(),
+        );
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|v| *v).await;
+        };
+        let tasks = vec![
+            tokio::spawn(capo_controller::cluster::run(
+                ctx.clone(),
+                shutdown(rx.clone()),
+            )),
+            tokio::spawn(capo_controller::machine::run(
+                ctx.clone(),
+                shutdown(rx.clone()),
+            )),
+            tokio::spawn(capo_controller::server::run(
+                ctx.clone(),
+                shutdown(rx.clone()),
+            )),
+        ];
+        self.running = Some(Running {
+            ctx,
+            stop: tx,
+            tasks,
+        });
+    }
+
+    /// An OpenStack session on the simulator's `capo` project (to make pre-existing
+    /// resources or break things behind the controller's back).
+    pub fn session(&self) -> capo_openstack::Session {
+        let creds = capo_openstack::Credentials::from_clouds_yaml(
+            &self.sim.clouds_yaml(),
+            "capo-sim",
+            None,
+            None,
+        )
+        .expect("credentials");
+        self.sessions.session(&creds).expect("session")
+    }
+
     /// Kill the controllers at once (no graceful shutdown: in-flight reconciles are dropped).
     pub fn stop(&mut self) {
         if let Some(r) = self.running.take() {
@@ -148,12 +194,28 @@ impl Harness {
     /// A Cluster API Cluster `name` pointing at OpenStackCluster `name`, and that
     /// OpenStackCluster with `spec_yaml` (indented under `spec:`), owned by the Cluster.
     pub async fn create_cluster(&self, name: &str, spec_yaml: &str) {
+        self.create_cluster_paused(name, spec_yaml, false).await;
+    }
+
+    /// [`Self::create_cluster`] with `Cluster.spec.paused` set as given.
+    pub async fn create_cluster_paused(&self, name: &str, spec_yaml: &str, paused: bool) {
+        self.set_cluster_paused(name, paused).await;
+        let cluster: Value = self
+            .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
+            .await;
+        let uid = cluster["metadata"]["uid"].as_str().expect("uid").to_owned();
+        self.apply_osc(name, &uid, spec_yaml).await;
+    }
+
+    /// Apply the Cluster API Cluster `name` with `spec.paused`.
+    pub async fn set_cluster_paused(&self, name: &str, paused: bool) {
         self.apply(&format!(
             "apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: {name}
 spec:
+  paused: {paused}
   infrastructureRef:
     apiGroup: infrastructure.cluster.x-k8s.io
     kind: OpenStackCluster
@@ -161,10 +223,10 @@ spec:
 "
         ))
         .await;
-        let cluster: Value = self
-            .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
-            .await;
-        let uid = cluster["metadata"]["uid"].as_str().expect("uid").to_owned();
+    }
+
+    /// Apply OpenStackCluster `name` owned by the Cluster with `uid`.
+    pub async fn apply_osc(&self, name: &str, uid: &str, spec_yaml: &str) {
         let spec = indent(spec_yaml, 2);
         self.apply(&format!(
             "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
