@@ -1,0 +1,284 @@
+//! OpenStackCluster under failure: the controller killed after every OpenStack write (create
+//! and delete), replies lost after the cloud acted, and transient 5xx/409/429 on every step.
+//! Each case must converge to exactly one set of resources and delete to nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use capo_sim::FaultSpec;
+use common::Harness;
+
+const SPEC: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.8.0.0/24
+apiServerLoadBalancer:
+  enabled: true
+managedSecurityGroups: {}
+";
+
+/// What one managed cluster with an API load balancer consists of in the simulator.
+fn one_set() -> BTreeMap<String, usize> {
+    [
+        ("floatingips", 1),
+        ("healthmonitors", 1),
+        ("listeners", 1),
+        ("loadbalancers", 1),
+        ("networks", 1),
+        ("pools", 1),
+        ("routers", 1),
+        ("security_groups", 2),
+        ("subnets", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The inventory without ports and rules (their counts follow from the rest).
+fn resources(h: &Harness) -> BTreeMap<String, usize> {
+    let mut inv = h.inventory();
+    inv.remove("ports");
+    inv.remove("security_group_rules");
+    inv
+}
+
+fn rules(h: &Harness) -> usize {
+    h.inventory()
+        .get("security_group_rules")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Restart the controllers after every new OpenStack write until `done` holds.
+async fn restart_after_every_write(
+    h: &mut Harness,
+    secs: u64,
+    done: impl AsyncFn(&Harness) -> bool,
+) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut seen = h.writes().len();
+    let mut restarts = 0;
+    while !done(h).await {
+        let now = h.writes().len();
+        if now > seen {
+            seen = now;
+            h.start();
+            restarts += 1;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "did not converge; resources {:?}",
+            h.inventory()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    restarts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_every_write_converges_to_one_set_and_deletes_everything() {
+    let mut h = Harness::new("restart").await;
+    h.start();
+    h.create_cluster("r1", SPEC).await;
+    let restarts = restart_after_every_write(&mut h, 120, async |h: &Harness| {
+        h.clusters()
+            .get_opt("r1")
+            .await
+            .unwrap()
+            .is_some_and(|o| o.status.is_some_and(|s| s.ready))
+    })
+    .await;
+    println!("create: controller restarted {restarts} times");
+    assert!(
+        restarts >= 10,
+        "too few restarts to mean anything: {restarts}"
+    );
+    assert_eq!(resources(&h), one_set());
+    let rules_once = rules(&h);
+    h.delete_cluster("r1").await;
+    let restarts = restart_after_every_write(&mut h, 120, async |h: &Harness| {
+        h.clusters().get_opt("r1").await.unwrap().is_none()
+    })
+    .await;
+    println!("delete: controller restarted {restarts} times");
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(rules_once > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_replies_on_every_create_never_duplicate() {
+    let mut h = Harness::new("lost").await;
+    let paths = [
+        "/networks$",
+        "/subnets$",
+        "/routers$",
+        "/security-groups$",
+        "/security-group-rules$",
+        "/lbaas/loadbalancers$",
+        "/lbaas/listeners$",
+        "/lbaas/pools$",
+        "/lbaas/healthmonitors$",
+        "/floatingips$",
+        "/add_router_interface$",
+        "/tags$",
+    ];
+    let faults: Vec<FaultSpec> = paths
+        .iter()
+        .map(|p| FaultSpec {
+            method: Some(
+                if p.contains("interface") || p.contains("tags") {
+                    "PUT"
+                } else {
+                    "POST"
+                }
+                .into(),
+            ),
+            path_regex: (*p).into(),
+            status: 500,
+            count: Some(1),
+            after_action: true,
+            ..Default::default()
+        })
+        .collect();
+    h.sim.control().add_faults(faults).unwrap();
+    h.start();
+    h.create_cluster("l1", SPEC).await;
+    h.wait_ready("l1").await;
+    let fired: Vec<_> = h
+        .sim
+        .control()
+        .requests()
+        .into_iter()
+        .filter(|r| r.injected)
+        .collect();
+    assert_eq!(
+        fired.len(),
+        paths.len(),
+        "every lost reply fired: {fired:?}"
+    );
+    assert_eq!(resources(&h), one_set());
+    h.delete_cluster("l1").await;
+    h.wait_gone("l1", 60).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_5xx_409_429_on_every_step_recover() {
+    let mut h = Harness::new("transient").await;
+    let mut faults = Vec::new();
+    for (i, p) in [
+        "/networks",
+        "/subnets",
+        "/routers",
+        "/security-groups",
+        "/security-group-rules",
+        "/lbaas/loadbalancers",
+        "/lbaas/listeners",
+        "/lbaas/pools",
+        "/lbaas/healthmonitors",
+        "/floatingips",
+        "/os-availability-zone",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (status, headers) = match i % 3 {
+            0 => (503, BTreeMap::new()),
+            1 => (409, BTreeMap::new()),
+            _ => (
+                429,
+                BTreeMap::from([("Retry-After".to_owned(), "1".to_owned())]),
+            ),
+        };
+        faults.push(FaultSpec {
+            path_regex: (*p).into(),
+            status,
+            headers,
+            count: Some(2),
+            ..Default::default()
+        });
+    }
+    h.sim.control().add_faults(faults).unwrap();
+    h.start();
+    h.create_cluster("t1", SPEC).await;
+    let o = h.wait_ready("t1").await;
+    assert!(o.status.unwrap().ready);
+    assert_eq!(resources(&h), one_set());
+    // Deletes fail transiently too.
+    let mut faults = Vec::new();
+    for p in [
+        "/lbaas/loadbalancers/",
+        "/routers/",
+        "/networks/",
+        "/security-groups/",
+        "/floatingips/",
+    ] {
+        faults.push(FaultSpec {
+            method: Some("DELETE".into()),
+            path_regex: p.into(),
+            status: 503,
+            count: Some(1),
+            ..Default::default()
+        });
+    }
+    h.sim.control().add_faults(faults).unwrap();
+    h.delete_cluster("t1").await;
+    h.wait_gone("t1", 90).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_named_by_upstream_without_tags_are_adopted_not_recreated() {
+    use capo_openstack::network::{self as net, Network, Subnet};
+    let mut h = Harness::new("adopt").await;
+    h.create_cluster_paused("up", SPEC, true).await;
+    let ns = h.ns.clone();
+    let base = format!("k8s-clusterapi-cluster-{ns}-up");
+    let s = h.session();
+    // What upstream CAPO would have made: same names, no ownership tag.
+    let n: Network = net::create(&s, net::NETWORK, &serde_json::json!({"name": base}))
+        .await
+        .unwrap();
+    let sn: Subnet = net::create(
+        &s,
+        net::SUBNET,
+        &serde_json::json!({"name": base, "network_id": n.id, "cidr": "10.8.0.0/24", "ip_version": 4}),
+    )
+    .await
+    .unwrap();
+    for role in ["controlplane", "worker"] {
+        let _: serde_json::Value = net::create(
+            &s,
+            net::SECURITY_GROUP,
+            &serde_json::json!({"name": format!("k8s-cluster-{ns}-up-secgroup-{role}")}),
+        )
+        .await
+        .unwrap();
+    }
+    h.start();
+    h.set_cluster_paused("up", false).await;
+    let o = h.wait_ready("up").await;
+    let st = o.status.unwrap();
+    assert_eq!(st.network.as_ref().unwrap().id, n.id, "network adopted");
+    assert_eq!(
+        st.network.as_ref().unwrap().subnets[0].id,
+        sn.id,
+        "subnet adopted"
+    );
+    assert_eq!(resources(&h), one_set());
+    let uid = o.metadata.uid.unwrap();
+    let got: Network = net::get(&s, net::NETWORK, &n.id).await.unwrap();
+    assert!(
+        got.tags.contains(&format!("capo-cluster-uid={uid}")),
+        "{:?}",
+        got.tags
+    );
+    h.delete_cluster("up").await;
+    h.wait_gone("up", 60).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+}
