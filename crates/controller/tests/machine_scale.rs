@@ -1,0 +1,134 @@
+//! Scaling the control plane 1→3→1→3: with the API load balancer, members always equal the
+//! live control-plane machines; without it, the API floating IP stays allocated (same address)
+//! and on a live control-plane machine. Deleting everything leaves nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use common::Harness;
+use machines::*;
+use serde_json::Value;
+
+async fn scale_up(h: &Harness, names: &[&str]) {
+    for n in names {
+        create_machine(h, "c1", n, true, MACHINE).await;
+    }
+    for n in names {
+        wait_machine_ready(h, n).await;
+    }
+}
+
+async fn scale_down(h: &Harness, names: &[&str]) {
+    for n in names {
+        delete_machine(h, n).await;
+    }
+    for n in names {
+        wait_machine_gone(h, n, 60).await;
+    }
+}
+
+async fn first_port(h: &Harness, machine: &str) -> String {
+    let oss = servers(h).get(machine).await.unwrap();
+    oss.status.unwrap().resources.unwrap().ports[0].id.clone()
+}
+
+fn fips(h: &Harness) -> Vec<Value> {
+    items(h, "floatingips")
+}
+
+async fn delete_all(h: &Harness, names: &[&str]) {
+    scale_down(h, names).await;
+    h.delete_cluster("c1").await;
+    h.wait_gone("c1", 60).await;
+    let inv = h.inventory();
+    assert!(inv.is_empty(), "left behind: {inv:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
+    let h = Harness::new("scalelb").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_LB).await;
+    let endpoint = h
+        .wait_ready("c1")
+        .await
+        .spec
+        .control_plane_endpoint
+        .unwrap()
+        .host;
+    let members = |h: &Harness| items(h, "members").len();
+    scale_up(&h, &["cp-0"]).await;
+    assert_eq!(members(&h), 1);
+    scale_up(&h, &["cp-1", "cp-2"]).await;
+    assert_eq!(members(&h), 3);
+    scale_down(&h, &["cp-0", "cp-1"]).await;
+    assert_eq!(members(&h), 1);
+    let names: Vec<String> = items(&h, "members")
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names[0].ends_with("-6443-cp-2"), "{names:?}");
+    scale_up(&h, &["cp-3", "cp-4"]).await;
+    assert_eq!(members(&h), 3);
+    let f = fips(&h);
+    assert_eq!(f.len(), 1, "only the LB's API floating IP: {f:?}");
+    assert_eq!(f[0]["floating_ip_address"].as_str(), endpoint.as_deref());
+    delete_all(&h, &["cp-2", "cp-3", "cp-4"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
+    let h = Harness::new("scalefip").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    let endpoint = h
+        .wait_ready("c1")
+        .await
+        .spec
+        .control_plane_endpoint
+        .unwrap()
+        .host
+        .unwrap();
+    let api_fip = |h: &Harness| {
+        let f = fips(h);
+        assert_eq!(f.len(), 1, "exactly the API floating IP: {f:?}");
+        assert_eq!(
+            f[0]["floating_ip_address"].as_str(),
+            Some(endpoint.as_str())
+        );
+        f[0]["port_id"].as_str().map(str::to_owned)
+    };
+    scale_up(&h, &["cp-0"]).await;
+    assert_eq!(
+        api_fip(&h),
+        Some(first_port(&h, "cp-0").await),
+        "first machine gets the FIP"
+    );
+    let cp0 = machines(&h).get("cp-0").await.unwrap();
+    let kinds: Vec<String> = cp0
+        .status
+        .unwrap()
+        .addresses
+        .iter()
+        .map(|a| a.r#type.clone())
+        .collect();
+    assert!(kinds.contains(&"InternalIP".to_owned()), "{kinds:?}");
+    scale_up(&h, &["cp-1", "cp-2"]).await;
+    assert_eq!(
+        api_fip(&h),
+        Some(first_port(&h, "cp-0").await),
+        "the holder keeps it"
+    );
+    let survivor = first_port(&h, "cp-2").await;
+    scale_down(&h, &["cp-0", "cp-1"]).await;
+    assert_eq!(
+        api_fip(&h),
+        Some(survivor.clone()),
+        "moved to the live machine, not deleted"
+    );
+    scale_up(&h, &["cp-3", "cp-4"]).await;
+    assert_eq!(api_fip(&h), Some(survivor), "still in place");
+    delete_all(&h, &["cp-2", "cp-3", "cp-4"]).await;
+}

@@ -1,0 +1,156 @@
+//! What a machine's server is made of: boot from volume with an additional Volume and a Local
+//! block device, several ports (one trunked, one with allowed address pairs), a server group
+//! by name, and the image from an ORC Image reference.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use capo_controller::conditions;
+use capo_openstack::image::{self, ImageFilter};
+use capo_openstack::request::{Request, Service};
+use common::Harness;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use machines::*;
+use serde_json::json;
+
+const ORC_IMAGE: &str = "apiVersion: openstack.k-orc.cloud/v1alpha1
+kind: Image
+metadata:
+  name: node-image
+spec:
+  cloudCredentialsRef:
+    cloudName: capo-sim
+    secretName: cloud-config
+  managementPolicy: unmanaged
+  import:
+    filter:
+      name: ubuntu-2404-kube-v1.34
+";
+
+const RICH: &str = "flavor: m1.small
+image:
+  imageRef:
+    name: node-image
+rootVolume:
+  sizeGiB: 10
+additionalBlockDevices:
+- name: etcd
+  sizeGiB: 2
+  storage:
+    type: Volume
+- name: scratch
+  sizeGiB: 1
+  storage:
+    type: Local
+serverGroup:
+  filter:
+    name: cp-anti
+ports:
+- description: primary
+- nameSuffix: data
+  trunk: true
+  allowedAddressPairs:
+  - ipAddress: 10.7.0.250
+";
+
+/// Give the ORC Image its ID, as ORC would once it imported the Glance image.
+async fn publish_orc_image(h: &Harness, id: &str) {
+    let gvk = GroupVersionKind::gvk("openstack.k-orc.cloud", "v1alpha1", "Image");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "images");
+    let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(h.client.clone(), &h.ns, &ar);
+    api.patch_status(
+        "node-image",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"id": id}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volumes_ports_trunk_server_group_and_orc_image() {
+    let h = Harness::new("dev").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    let s = session(&h).await;
+    let req = Request::post(
+        Service::Compute,
+        "os-server-groups",
+        "server_group_create",
+        json!({"server_group": {"name": "cp-anti", "policies": ["anti-affinity"]}}),
+    );
+    let group: serde_json::Value = s.fetch(&req, "server_group").await.unwrap();
+    let filter = ImageFilter {
+        name: Some("ubuntu-2404-kube-v1.34".into()),
+        ..Default::default()
+    };
+    let image_id = image::list_images(&s, &filter).await.unwrap()[0].id.clone();
+    h.apply(ORC_IMAGE).await;
+    create_machine(&h, "c1", "m-rich", true, RICH).await;
+    // No ID on the ORC Image yet: the server waits and says why.
+    wait_machine(&h, "m-rich", 30, "waiting for the ORC image", |m| {
+        let st = m.status.clone().unwrap_or_default();
+        conditions::get(&st.conditions, "InstanceReady")
+            .and_then(|c| c.message.clone())
+            .is_some_and(|msg| msg.contains("ORC Image node-image"))
+    })
+    .await;
+    assert!(items(&h, "servers").is_empty() && items(&h, "volumes").is_empty());
+    publish_orc_image(&h, &image_id).await;
+    let m = wait_machine_ready(&h, "m-rich").await;
+    let st = m.status.unwrap();
+    let resolved = st.resolved.unwrap();
+    assert_eq!(resolved.image_id.as_deref(), Some(image_id.as_str()));
+    assert_eq!(resolved.server_group_id.as_deref(), group["id"].as_str());
+    assert_eq!(st.resources.unwrap().ports.len(), 2);
+
+    let server = items(&h, "servers").pop().unwrap();
+    assert_eq!(server["server_groups"], json!([group["id"]]), "{server:#}");
+    assert_eq!(
+        server["_volumes"].as_array().map(Vec::len),
+        Some(2),
+        "{server:#}"
+    );
+    assert_eq!(server["_user_data"], true, "bootstrap data was passed");
+    assert_eq!(server["image"], "", "booted from the root volume");
+    let vols = items(&h, "volumes");
+    let mut names: Vec<&str> = vols.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["m-rich-etcd", "m-rich-root"]);
+    for v in &vols {
+        assert_eq!(v["status"], "in-use", "{v}");
+        assert_eq!(
+            v["metadata"]["capo-server-uid"].as_str().map(str::len),
+            Some(36)
+        );
+    }
+    let root = vols.iter().find(|v| v["name"] == "m-rich-root").unwrap();
+    assert_eq!(root["size"], 10);
+    assert_eq!(root["bootable"], "true", "{root}");
+    let ports = items(&h, "ports");
+    let data = ports.iter().find(|p| p["name"] == "m-rich-data").unwrap();
+    assert_eq!(data["allowed_address_pairs"][0]["ip_address"], "10.7.0.250");
+    assert!(ports.iter().any(|p| p["name"] == "m-rich-0"));
+    let trunks = items(&h, "trunks");
+    assert_eq!(trunks.len(), 1);
+    assert_eq!(trunks[0]["port_id"], data["id"]);
+    assert_eq!(trunks[0]["name"], "m-rich-data");
+
+    delete_machine(&h, "m-rich").await;
+    wait_machine_gone(&h, "m-rich", 60).await;
+    for col in ["servers", "volumes", "trunks"] {
+        assert!(
+            items(&h, col).is_empty(),
+            "{col} left: {:?}",
+            items(&h, col)
+        );
+    }
+    assert!(
+        !items(&h, "ports")
+            .iter()
+            .any(|p| p["name"].as_str().unwrap().starts_with("m-rich"))
+    );
+}

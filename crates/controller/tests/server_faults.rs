@@ -1,0 +1,193 @@
+//! Faults around a machine's server: lost replies on creates, NoValidHost, a server deleted
+//! behind the controllers' back, and controllers killed at arbitrary points.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use capo_controller::conditions;
+use capo_sim::FaultSpec;
+use common::Harness;
+use machines::*;
+
+fn lost_reply(path: &str) -> FaultSpec {
+    serde_json::from_value(serde_json::json!({
+        "method": "POST",
+        "path_regex": path,
+        "status": 500,
+        "count": 1,
+        "after_action": true,
+    }))
+    .unwrap()
+}
+
+/// Servers, ports and volumes whose name starts with `prefix`.
+fn counts(h: &Harness, prefix: &str) -> [usize; 3] {
+    ["servers", "ports", "volumes"].map(|col| {
+        items(h, col)
+            .iter()
+            .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
+            .count()
+    })
+}
+
+fn posts(h: &Harness, suffix: &str) -> usize {
+    h.sim
+        .control()
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with(suffix))
+        .count()
+}
+
+const BOOT_FROM_VOLUME: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+rootVolume:
+  sizeGiB: 10
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_replies_on_creates_yield_exactly_one_of_each() {
+    let h = Harness::new("lost").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    h.sim
+        .control()
+        .add_faults(vec![
+            lost_reply("/ports$"),
+            lost_reply("/volumes$"),
+            lost_reply("/servers$"),
+        ])
+        .unwrap();
+    create_machine(&h, "c1", "w-0", false, BOOT_FROM_VOLUME).await;
+    let m = wait_machine_ready(&h, "w-0").await;
+    assert!(h.sim.control().faults().is_empty(), "every fault fired");
+    assert_eq!(counts(&h, "w-0"), [1, 1, 1], "one server, port and volume");
+    let st = m.status.unwrap();
+    assert_eq!(
+        st.instance_id.as_deref(),
+        items(&h, "servers")[0]["id"].as_str()
+    );
+    delete_machine(&h, "w-0").await;
+    wait_machine_gone(&h, "w-0", 60).await;
+    assert_eq!(counts(&h, "w-0"), [0, 0, 0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_valid_host_is_reported_then_retried_until_ready() {
+    let h = Harness::new("nvh").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    h.sim.control().fail_builds("^w-nvh$", 1).unwrap();
+    create_machine(&h, "c1", "w-nvh", false, MACHINE).await;
+    let seen_fault = AtomicBool::new(false);
+    let m = wait_machine(&h, "w-nvh", 60, "ready after NoValidHost", |m| {
+        let st = m.status.clone().unwrap_or_default();
+        if let Some(c) = conditions::get(&st.conditions, "InstanceReady")
+            && c.reason.as_deref() == Some("InstanceStateError")
+            && c.message
+                .as_deref()
+                .unwrap_or_default()
+                .contains("No valid host")
+        {
+            let ready = conditions::get(&st.conditions, "Ready").unwrap();
+            assert_eq!(ready.status, "False");
+            seen_fault.store(true, Ordering::SeqCst);
+        }
+        st.ready == Some(true)
+    })
+    .await;
+    assert!(
+        seen_fault.load(Ordering::SeqCst),
+        "Nova's fault was reported in InstanceReady"
+    );
+    assert_eq!(posts(&h, "/servers"), 2, "one failed build, one retry");
+    assert_eq!(
+        counts(&h, "w-nvh"),
+        [1, 1, 0],
+        "the failed server is gone, the port reused"
+    );
+    assert!(m.status.unwrap().failure_reason.is_none());
+    delete_machine(&h, "w-nvh").await;
+    wait_machine_gone(&h, "w-nvh", 60).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_deleted_behind_our_back_is_reported_as_instance_deleted() {
+    let mut h = Harness::new("oob").await;
+    // The out-of-band deletion is noticed at the next periodic reconcile.
+    h.options.sync_period = Duration::from_secs(1);
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-oob", false, MACHINE).await;
+    let m = wait_machine_ready(&h, "w-oob").await;
+    let id = m.status.unwrap().instance_id.unwrap();
+    let s = session(&h).await;
+    capo_openstack::compute::delete_server(&s, &id)
+        .await
+        .unwrap();
+    let m = wait_machine(&h, "w-oob", 30, "InstanceDeleted", |m| {
+        m.status
+            .as_ref()
+            .is_some_and(|s| s.failure_reason.is_some())
+    })
+    .await;
+    let st = m.status.unwrap();
+    assert_eq!(st.ready, Some(false));
+    let ready = conditions::get(&st.conditions, "Ready").unwrap();
+    assert_eq!(
+        ready.reason.as_deref(),
+        Some("InstanceDeleted"),
+        "{ready:?}"
+    );
+    assert!(st.failure_message.unwrap().contains(&id));
+    let inst = conditions::get(&st.conditions, "InstanceReady").unwrap();
+    assert_eq!(inst.reason.as_deref(), Some("InstanceDeleted"));
+    assert_eq!(
+        counts(&h, "w-oob")[0],
+        0,
+        "never re-created behind the user's back"
+    );
+    delete_machine(&h, "w-oob").await;
+    wait_machine_gone(&h, "w-oob", 60).await;
+    assert_eq!(counts(&h, "w-oob"), [0, 0, 0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_killed_at_any_point_converge_to_one_of_each() {
+    let h = Harness::new("kill").await;
+    {
+        let _c = start(&h);
+        h.create_cluster("c1", CLUSTER_FIP).await;
+        h.wait_ready("c1").await;
+    }
+    create_machine(&h, "c1", "w-k", false, BOOT_FROM_VOLUME).await;
+    // Kill the controllers after varying delays while the machine is being made.
+    for i in 0..12u64 {
+        let c = start(&h);
+        tokio::time::sleep(Duration::from_millis(40 + 37 * (i % 5))).await;
+        drop(c);
+    }
+    let c = start(&h);
+    wait_machine_ready(&h, "w-k").await;
+    drop(c);
+    assert_eq!(counts(&h, "w-k"), [1, 1, 1]);
+    delete_machine(&h, "w-k").await;
+    for _ in 0..6 {
+        let c = start(&h);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        drop(c);
+    }
+    let _c = start(&h);
+    wait_machine_gone(&h, "w-k", 60).await;
+    assert_eq!(counts(&h, "w-k"), [0, 0, 0]);
+}
