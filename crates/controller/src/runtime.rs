@@ -77,9 +77,24 @@ pub fn has_paused_annotation<K: Resource>(obj: &K) -> bool {
         .contains_key(capo_api::constants::PAUSED_ANNOTATION)
 }
 
-/// Add `finalizer` to `obj` (optimistic concurrency on the resourceVersion). Returns true
-/// when it had to be added: the caller stops and waits for the update event, so nothing is
-/// created before the finalizer is persisted.
+/// Annotation holding the ID that ownership tags of this object's cloud resources carry: the
+/// object's UID when it was first reconciled. `clusterctl move` and backup restores recreate
+/// objects with new UIDs but keep annotations, so the resources stay recognisably ours.
+pub const OWNER_ID_ANNOTATION: &str = "infrastructure.cluster.x-k8s.io/capo-owner-id";
+
+/// The ownership ID of `obj` (see [`OWNER_ID_ANNOTATION`]).
+pub fn owner_id<K: Resource>(obj: &K) -> String {
+    obj.annotations()
+        .get(OWNER_ID_ANNOTATION)
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .or_else(|| obj.meta().uid.clone())
+        .unwrap_or_default()
+}
+
+/// Add `finalizer` and the ownership-ID annotation to `obj` (optimistic concurrency on the
+/// resourceVersion). Returns true when the finalizer had to be added: the caller stops and
+/// waits for the update event, so nothing is created before the finalizer is persisted.
 pub async fn ensure_finalizer<K>(
     api: &kube::Api<K>,
     obj: &K,
@@ -88,13 +103,24 @@ pub async fn ensure_finalizer<K>(
 where
     K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    if obj.finalizers().iter().any(|f| f == finalizer) {
+    let has_finalizer = obj.finalizers().iter().any(|f| f == finalizer);
+    let has_owner_id = obj.annotations().contains_key(OWNER_ID_ANNOTATION);
+    if has_finalizer && has_owner_id {
         return Ok(false);
     }
     let mut list = obj.finalizers().to_vec();
-    list.push(finalizer.to_owned());
-    patch_finalizers(api, obj, list).await?;
-    Ok(true)
+    if !has_finalizer {
+        list.push(finalizer.to_owned());
+    }
+    let patch = serde_json::json!({
+        "metadata": {
+            "finalizers": list,
+            "annotations": {OWNER_ID_ANNOTATION: owner_id(obj)},
+            "resourceVersion": obj.resource_version(),
+        }
+    });
+    crate::status::merge_patch(api, &obj.name_any(), patch).await?;
+    Ok(!has_finalizer)
 }
 
 /// Remove `finalizer` from `obj` (after its cleanup finished).

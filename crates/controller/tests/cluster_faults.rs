@@ -282,3 +282,80 @@ async fn resources_named_by_upstream_without_tags_are_adopted_not_recreated() {
     h.wait_gone("up", 60).await;
     assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clusterctl_move_with_lost_status_keeps_the_same_resources() {
+    let mut h = Harness::new("move").await;
+    h.start();
+    h.create_cluster("mv", SPEC).await;
+    let before = h.wait_ready("mv").await;
+    let net_id = before.status.clone().unwrap().network.unwrap().id;
+    let owner_id = before
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .get(capo_controller::runtime::OWNER_ID_ANNOTATION)
+        .cloned()
+        .expect("owner-id annotation set with the finalizer");
+    assert_eq!(Some(&owner_id), before.metadata.uid.as_ref());
+    // What `clusterctl move` does to the source: pause, drop finalizers, delete.
+    h.set_cluster_paused("mv", true).await;
+    let patch = serde_json::json!({"metadata": {"finalizers": null}});
+    h.clusters()
+        .patch(
+            "mv",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(patch),
+        )
+        .await
+        .unwrap();
+    h.delete_cluster("mv").await;
+    h.wait_gone("mv", 30).await;
+    // ...and to the target: the same objects with new UIDs, annotations kept, status lost.
+    h.stop();
+    h.set_cluster_paused("mv", true).await;
+    let cluster = h
+        .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", "mv")
+        .await;
+    let uid = cluster["metadata"]["uid"].as_str().unwrap().to_owned();
+    let ep = before.spec.control_plane_endpoint.clone().unwrap();
+    h.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackCluster
+metadata:
+  name: mv
+  labels:
+    cluster.x-k8s.io/cluster-name: mv
+  annotations:
+    {ann}: {owner_id}
+  ownerReferences:
+  - apiVersion: cluster.x-k8s.io/v1beta2
+    kind: Cluster
+    name: mv
+    uid: {uid}
+spec:
+  controlPlaneEndpoint:
+    host: {host}
+    port: {port}
+{spec}",
+        ann = capo_controller::runtime::OWNER_ID_ANNOTATION,
+        host = ep.host.unwrap(),
+        port = ep.port.unwrap(),
+        spec = common::indent(SPEC, 2),
+    ))
+    .await;
+    h.start();
+    h.set_cluster_paused("mv", false).await;
+    let after = h.wait_ready("mv").await;
+    assert_ne!(after.metadata.uid, before.metadata.uid);
+    assert_eq!(
+        after.status.unwrap().network.unwrap().id,
+        net_id,
+        "same network adopted"
+    );
+    assert_eq!(resources(&h), one_set());
+    h.delete_cluster("mv").await;
+    h.wait_gone("mv", 60).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+}

@@ -33,7 +33,7 @@ impl<'a> Scope<'a> {
             osc,
             api: Api::namespaced(ctx.client.clone(), &ns),
             owner: Owner {
-                uid: osc.uid().unwrap_or_default(),
+                uid: crate::runtime::owner_id(osc),
                 namespace: ns,
                 name: osc.name_any(),
                 spec_tags: osc.spec.tags.clone(),
