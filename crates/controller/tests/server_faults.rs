@@ -191,3 +191,60 @@ async fn controllers_killed_at_any_point_converge_to_one_of_each() {
     wait_machine_gone(&h, "w-k", 60).await;
     assert_eq!(counts(&h, "w-k"), [0, 0, 0]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_server_makes_the_machine_not_ready_until_it_runs_again() {
+    let mut h = Harness::new("stop").await;
+    // The stop is noticed at the next periodic reconcile.
+    h.options.sync_period = Duration::from_secs(1);
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-s", false, MACHINE).await;
+    let m = wait_machine_ready(&h, "w-s").await;
+    let id = m.status.unwrap().instance_id.unwrap();
+    let s = session(&h).await;
+    let action = |body: serde_json::Value| {
+        capo_openstack::request::Request::post(
+            capo_openstack::request::Service::Compute,
+            format!("servers/{id}/action"),
+            "server_action",
+            body,
+        )
+    };
+    s.send(&action(serde_json::json!({"os-stop": null})))
+        .await
+        .unwrap();
+    let m = wait_machine(&h, "w-s", 30, "not ready while SHUTOFF", |m| {
+        m.status.as_ref().and_then(|s| s.ready) == Some(false)
+    })
+    .await;
+    let st = m.status.unwrap();
+    assert_eq!(st.instance_state.as_deref(), Some("SHUTOFF"));
+    assert!(
+        st.failure_reason.is_none(),
+        "a stopped server is not a failure"
+    );
+    let ready = conditions::get(&st.conditions, "Ready").unwrap();
+    assert_eq!(ready.status, "False");
+    assert!(
+        ready
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("SHUTOFF"),
+        "{ready:?}"
+    );
+    s.send(&action(serde_json::json!({"os-start": null})))
+        .await
+        .unwrap();
+    let m = wait_machine_ready(&h, "w-s").await;
+    assert_eq!(
+        m.status.unwrap().instance_id.as_deref(),
+        Some(id.as_str()),
+        "same server"
+    );
+    assert_eq!(counts(&h, "w-s"), [1, 1, 0]);
+    delete_machine(&h, "w-s").await;
+    wait_machine_gone(&h, "w-s", 60).await;
+}

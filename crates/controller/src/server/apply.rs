@@ -81,12 +81,7 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
     };
     match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
         Ok(Outcome::Ready(server)) => ready(scope, server).await,
-        Ok(Outcome::NotReady { id, reason }) => {
-            scope.status.instance_id = Some(id);
-            scope.status.instance_state = Some("BUILD".into());
-            scope.status.ready = false;
-            wait(scope, reason).await
-        }
+        Ok(Outcome::NotReady { id, reason }) => not_ready(scope, id, reason).await,
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
         }
@@ -284,6 +279,30 @@ async fn ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }
 
+/// The server exists but is not ACTIVE: BUILD is polled at the pending pace; any other state
+/// (SHUTOFF, SUSPENDED, ... of a server that was running) is reported as a warning and
+/// re-checked on the slow backoff.
+async fn not_ready(scope: &mut Scope<'_>, id: String, reason: String) -> Result<Action> {
+    // `capo_cloud::instance` words the reason `server <name> is <STATE>`.
+    let state = reason
+        .rsplit(' ')
+        .next()
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .unwrap_or("BUILD")
+        .to_owned();
+    scope.status.instance_id = Some(id);
+    scope.status.ready = false;
+    if state == "BUILD" {
+        scope.status.instance_state = Some(state);
+        return wait(scope, reason).await;
+    }
+    scope.ctx.forget_converged(&scope.key());
+    scope.status.instance_state = Some(state);
+    scope.set_instance(State::warning(INSTANCE_NOT_READY, reason));
+    scope.flush().await?;
+    Ok(Action::requeue(scope.ctx.options.slow_retry))
+}
+
 async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
     scope.set_instance(State::info(INSTANCE_NOT_READY, why));
     scope.flush().await?;
@@ -295,8 +314,26 @@ async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
 async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Result<Action> {
     let message = format!("server {id} is in ERROR: {fault}");
     scope.ctx.forget_converged(&scope.key());
+    // Addresses are recorded only once a server was ACTIVE: such a server is a node that
+    // broke, not a failed build. It is reported and kept (its Machine decides), never
+    // replaced under the same Machine.
+    let was_active =
+        !scope.status.addresses.is_empty() && scope.status.instance_id.as_deref() == Some(id);
     scope.status.ready = false;
     scope.status.instance_state = Some("ERROR".into());
+    if was_active {
+        scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
+        scope.flush().await?;
+        scope
+            .event(
+                EventType::Warning,
+                INSTANCE_STATE_ERROR,
+                "Reconcile",
+                Some(message),
+            )
+            .await;
+        return Ok(Action::requeue(scope.ctx.options.slow_retry));
+    }
     // Forget the failed server: the next attempt creates a new one (found by name while it is
     // still going away, and then reported the same way).
     scope.status.instance_id = None;
