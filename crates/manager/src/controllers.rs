@@ -1,0 +1,74 @@
+//! The one place where controllers are started: each gets a context (its own concurrency and
+//! backoff, shared session cache and metrics) and the shutdown signal.
+
+use std::sync::Arc;
+
+use capo_controller::metrics::ReconcileMetrics;
+use capo_controller::{Context, Options};
+use capo_openstack::SessionCache;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Controller names this build runs, in start order (also shown by the demo).
+pub const CONTROLLERS: [&str; 1] = [capo_controller::cluster::CONTROLLER];
+
+/// What every controller is built from.
+#[derive(Clone)]
+pub struct Shared {
+    /// Kubernetes client.
+    pub client: kube::Client,
+    /// OpenStack sessions (one cache for all controllers).
+    pub sessions: Arc<SessionCache>,
+    /// Options common to all controllers (concurrency is set per controller).
+    pub options: Options,
+    /// Reconcile metrics, registered once and shared by all controllers.
+    pub metrics: ReconcileMetrics,
+}
+
+/// Per-controller concurrency (`--openstackcluster-concurrency`, `--openstackmachine-concurrency`).
+#[derive(Debug, Clone, Copy)]
+pub struct Concurrency {
+    /// OpenStackCluster reconciles.
+    pub cluster: u16,
+    /// OpenStackMachine and OpenStackServer reconciles.
+    pub machine: u16,
+}
+
+impl Shared {
+    /// A context with `concurrency` whose metrics are the shared, registered ones.
+    fn context(&self, concurrency: u16) -> Arc<Context> {
+        let options = Options {
+            concurrency,
+            ..self.options.clone()
+        };
+        let ctx = Context::new(self.client.clone(), self.sessions.clone(), options);
+        // A fresh Arc has no other owner, so unwrapping succeeds; if it ever did not, the
+        // context would keep its own (unexported) metrics, which is harmless.
+        match Arc::try_unwrap(ctx) {
+            Ok(mut ctx) => {
+                ctx.metrics = self.metrics.clone();
+                Arc::new(ctx)
+            }
+            Err(ctx) => ctx,
+        }
+    }
+}
+
+async fn until(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Start every controller; each task ends after `stop` is set and its in-flight reconciles
+/// finished.
+pub fn spawn_all(
+    shared: &Shared,
+    concurrency: Concurrency,
+    stop: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    // Machine/server controllers plug in here, each with `shared.context(concurrency.machine)`.
+    let _machine = concurrency.machine;
+    vec![tokio::spawn(capo_controller::cluster::run(
+        shared.context(concurrency.cluster),
+        until(stop.clone()),
+    ))]
+}

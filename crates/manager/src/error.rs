@@ -1,0 +1,73 @@
+//! The manager's single error type.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Everything that stops the manager.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag value is not usable.
+    #[error("--{flag}: {message}")]
+    Flag {
+        /// Flag name without dashes.
+        flag: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// No Kubernetes client configuration could be loaded.
+    #[error("loading the Kubernetes client configuration: {0}")]
+    KubeConfig(String),
+    /// The Kubernetes API server did not answer.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What was being done.
+        context: String,
+        /// The client error.
+        source: kube::Error,
+    },
+    /// A listen address could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The diagnostics server's self-signed certificate could not be made.
+    #[error("diagnostics TLS: {0}")]
+    Tls(String),
+    /// The `--ca-certs` bundle is unusable.
+    #[error("--ca-certs {}: {message}", path.display())]
+    CaCerts {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The admission webhook server failed.
+    #[error("webhook server: {0}")]
+    Webhook(#[from] capo_webhook::Error),
+    /// This replica held the leader lease and could not renew it in time; another replica may
+    /// take over, so this one stops (as every controller-runtime manager does).
+    #[error("leader election lost: lease {lease} not renewed within {deadline_secs} s")]
+    LeaderLost {
+        /// `namespace/name` of the Lease.
+        lease: String,
+        /// The renew deadline.
+        deadline_secs: u64,
+    },
+    /// Installing the signal handlers failed.
+    #[error("installing signal handlers: {0}")]
+    Signal(std::io::Error),
+}
+
+impl Error {
+    /// A kube error with context.
+    pub fn kube(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Kube { context, source }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

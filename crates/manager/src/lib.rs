@@ -1,0 +1,38 @@
+//! `capo-controller-manager`: runs capo's controllers and admission webhooks with upstream
+//! CAPO v0.14's flags (see docs/manager.md).
+//!
+//! - [`flags`]: the command line (upstream names and defaults), [`duration`]: Go durations.
+//! - [`manager::run`]: the manager's life, usable in-process (the `capoctl demo` runs it so).
+//! - [`leader`]: Lease-based leader election compatible with client-go's.
+//! - [`diagnostics`]: `/healthz`, `/readyz`, `/metrics`; [`process_metrics`]: `process_*`.
+//! - [`controllers`]: the single place where controllers are started.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod controllers;
+pub mod diagnostics;
+pub mod duration;
+pub mod error;
+pub mod flags;
+pub mod leader;
+pub mod logging;
+pub mod manager;
+pub mod process_metrics;
+
+pub use error::{Error, Result};
+pub use flags::Flags;
+pub use manager::run;
+
+/// A future resolving on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is
+/// called, so signals arriving before the future is polled are not lost.
+pub fn shutdown_signal_future() -> Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(Error::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(Error::Signal)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("received SIGTERM"),
+            _ = int.recv() => tracing::info!("received SIGINT"),
+        }
+    })
+}

@@ -1,0 +1,298 @@
+//! The manager's life: connect, serve probes/metrics/webhooks, win the leader election, run
+//! the controllers, and on shutdown stop them, then release the Lease.
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use capo_controller::Options;
+use capo_controller::metrics::ReconcileMetrics;
+use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::controllers::{self, Concurrency, Shared};
+use crate::diagnostics::{self, Readiness};
+use crate::error::{Error, Result};
+use crate::flags::Flags;
+use crate::leader::{self, Elector, LeaderConfig, LeaderState};
+
+/// How long shutdown waits for in-flight reconciles before giving up on them.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Run the manager with `flags` until `shutdown` completes (or leadership is lost).
+pub async fn run(flags: Flags, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    flags.validate()?;
+    capo_openstack::tls::ensure_crypto_provider();
+    let config = kube_config(&flags).await?;
+    let client = Client::try_from(config.clone()).map_err(Error::kube("building the client"))?;
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(Error::kube("contacting the API server"))?;
+    tracing::info!(server = %config.cluster_url, version = %version.git_version, "connected to the Kubernetes API server");
+
+    let mut registry = Registry::default();
+    let metrics = ReconcileMetrics::default();
+    metrics.register(&mut registry);
+    let api_metrics = ApiMetrics::register(&mut registry);
+    crate::process_metrics::register(&mut registry);
+    let registry = Arc::new(registry);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ready = Readiness::default();
+    let servers = start_servers(&flags, &ready, registry, &stop_rx).await?;
+    let shared = Shared {
+        client: client.clone(),
+        sessions: Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
+        options: controller_options(&flags),
+        metrics,
+    };
+    let concurrency = Concurrency {
+        cluster: flags.openstackcluster_concurrency,
+        machine: flags.openstackmachine_concurrency,
+    };
+    let gates = flags.feature_gates()?;
+    tracing::info!(?gates, namespace = ?flags.namespace, watch_filter = ?flags.watch_filter, "starting");
+
+    // Signals become the stop flag; the elector and the controllers watch it.
+    let signal_tx = stop_tx.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutdown requested");
+        let _ = signal_tx.send(true);
+    });
+
+    let (state_tx, mut state_rx) = watch::channel(LeaderState::Unknown);
+    let elector = if flags.leader_elect {
+        let cfg = leader_config(&flags, &config);
+        tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity, "leader election enabled");
+        Some(Elector::new(client.clone(), cfg))
+    } else {
+        state_tx.send_replace(LeaderState::Leader);
+        None
+    };
+    let election = elector.map(|mut e| {
+        let stop = stop_rx.clone();
+        let state_tx = state_tx.clone();
+        tokio::spawn(async move {
+            let out = e.run(&state_tx, stop).await;
+            (e, out)
+        })
+    });
+
+    // Ready once the leadership is known (leader or follower): probes and webhooks work in
+    // both, as in controller-runtime.
+    tokio::select! {
+        _ = wait_state(&mut state_rx, |s| *s != LeaderState::Unknown) => {}
+        () = wait_stop(stop_rx.clone()) => {}
+    }
+    ready.set(true);
+
+    let tasks = tokio::select! {
+        leading = wait_state(&mut state_rx, |s| matches!(s, LeaderState::Leader | LeaderState::Lost)) => {
+            if leading == LeaderState::Leader {
+                tracing::info!(controllers = ?controllers::CONTROLLERS, "starting controllers");
+                controllers::spawn_all(&shared, concurrency, &stop_rx)
+            } else {
+                Vec::new()
+            }
+        }
+        () = wait_stop(stop_rx.clone()) => Vec::new(),
+    };
+
+    // Run until stopped or the lease is lost; either way the controllers stop.
+    tokio::select! {
+        () = wait_stop(stop_rx.clone()) => {}
+        _ = wait_state(&mut state_rx, |s| *s == LeaderState::Lost) => {}
+    }
+    let _ = stop_tx.send(true);
+    ready.set(false);
+    stop_tasks("controller", tasks).await;
+    let outcome = match election {
+        Some(handle) => finish_election(handle).await,
+        None => Ok(()),
+    };
+    stop_tasks("server", servers).await;
+    tracing::info!("stopped");
+    outcome
+}
+
+/// The first state satisfying `pred`; never resolves once the elector is gone (without
+/// leader election the state stays `Leader` for good).
+async fn wait_state(
+    rx: &mut watch::Receiver<LeaderState>,
+    pred: impl FnMut(&LeaderState) -> bool,
+) -> LeaderState {
+    match rx.wait_for(pred).await {
+        Ok(s) => s.clone(),
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Resolves once the stop flag is set.
+async fn wait_stop(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// Wait for the elector to stop, then release the Lease (controllers are stopped by now).
+async fn finish_election(handle: JoinHandle<(Elector, Result<()>)>) -> Result<()> {
+    let Ok((mut elector, out)) = handle.await else {
+        return Ok(());
+    };
+    out?;
+    if let Err(e) = elector.release().await {
+        tracing::warn!(error = %e, "could not release the leader lease; it expires by itself");
+    }
+    Ok(())
+}
+
+async fn stop_tasks(what: &str, tasks: Vec<JoinHandle<()>>) {
+    for t in tasks {
+        let abort = t.abort_handle();
+        if tokio::time::timeout(STOP_TIMEOUT, t).await.is_err() {
+            tracing::warn!(what, "did not stop in time; aborted");
+            abort.abort();
+        }
+    }
+}
+
+/// Bind and start the probe, metrics and webhook servers (bind errors fail the start).
+async fn start_servers(
+    flags: &Flags,
+    ready: &Readiness,
+    registry: Arc<Registry>,
+    stop: &watch::Receiver<bool>,
+) -> Result<Vec<JoinHandle<()>>> {
+    let until = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let mut tasks = Vec::new();
+    if let Some(addr) = flags.health_addr()? {
+        let listener = diagnostics::bind(addr).await?;
+        tracing::info!(addr = %local(&listener, addr), "serving /healthz and /readyz");
+        let app = diagnostics::probe_router(ready.clone());
+        tasks.push(tokio::spawn(diagnostics::serve_http(
+            listener,
+            app,
+            until(stop.clone()),
+        )));
+    }
+    if let Some(addr) = flags.diagnostics_addr()? {
+        let listener = diagnostics::bind(addr).await?;
+        let app = diagnostics::metrics_router(registry);
+        let bound = local(&listener, addr);
+        let task = if flags.insecure_diagnostics {
+            tracing::info!(addr = %bound, "serving /metrics over HTTP");
+            tokio::spawn(diagnostics::serve_http(listener, app, until(stop.clone())))
+        } else {
+            let acceptor = diagnostics::self_signed_acceptor(bound)?;
+            tracing::info!(addr = %bound, "serving /metrics over HTTPS (self-signed certificate)");
+            tokio::spawn(diagnostics::serve_https(
+                listener,
+                acceptor,
+                app,
+                until(stop.clone()),
+            ))
+        };
+        tasks.push(task);
+    }
+    if flags.webhook_port != 0 {
+        let config = capo_webhook::WebhookServerConfig {
+            addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, flags.webhook_port)),
+            cert_dir: flags.webhook_cert_dir.clone(),
+            ..Default::default()
+        };
+        let server = capo_webhook::WebhookServer::bind(&config).await?;
+        tracing::info!(addr = %config.addr, cert_dir = %config.cert_dir.display(), "serving admission webhooks");
+        let stop = until(stop.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = server.run(stop).await {
+                tracing::error!(error = %e, "webhook server failed");
+            }
+        }));
+    }
+    Ok(tasks)
+}
+
+fn local(listener: &tokio::net::TcpListener, fallback: SocketAddr) -> SocketAddr {
+    listener.local_addr().unwrap_or(fallback)
+}
+
+/// `--kubeconfig`, else `$KUBECONFIG` / `~/.kube/config`, else the in-cluster service account.
+async fn kube_config(flags: &Flags) -> Result<Config> {
+    match &flags.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| Error::KubeConfig(format!("{}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::KubeConfig(format!("{}: {e}", path.display())))
+        }
+        None => Config::infer()
+            .await
+            .map_err(|e| Error::KubeConfig(e.to_string())),
+    }
+}
+
+/// The session cache's settings: `--scope-cache-max-size`, `--ca-certs`.
+fn client_config(flags: &Flags) -> Result<ClientConfig> {
+    let manager_ca = match &flags.ca_certs {
+        Some(path) => {
+            Some(
+                capo_openstack::tls::load_manager_ca(path).map_err(|e| Error::CaCerts {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?,
+            )
+        }
+        None => None,
+    };
+    Ok(ClientConfig {
+        capacity: usize::try_from(flags.scope_cache_max_size).unwrap_or(usize::MAX),
+        manager_ca,
+        ..ClientConfig::default()
+    })
+}
+
+/// Controller options from the flags (production timings otherwise).
+pub fn controller_options(flags: &Flags) -> Options {
+    Options {
+        sync_period: flags.sync_period,
+        watch_filter: flags.watch_filter.clone().filter(|s| !s.is_empty()),
+        namespace: flags.namespace.clone().filter(|s| !s.is_empty()),
+        concurrency: flags.openstackcluster_concurrency,
+        ..Options::default()
+    }
+}
+
+/// The Lease: `--leader-elect-namespace`, else the pod's namespace, else the client's default.
+fn leader_config(flags: &Flags, config: &Config) -> LeaderConfig {
+    let namespace = flags
+        .leader_elect_namespace
+        .clone()
+        .or_else(pod_namespace)
+        .unwrap_or_else(|| config.default_namespace.clone());
+    LeaderConfig {
+        namespace,
+        name: leader::LEASE_NAME.to_owned(),
+        identity: leader::default_identity(),
+        lease_duration: flags.leader_elect_lease_duration,
+        renew_deadline: flags.leader_elect_renew_deadline,
+        retry_period: flags.leader_elect_retry_period,
+    }
+}
+
+fn pod_namespace() -> Option<String> {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok()
+        })
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
