@@ -105,11 +105,12 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     }
     let st = server.status.clone().unwrap_or_default();
     let mut bs = bastion_status(&name, &server, &st);
-    bs.floating_ip = scope
-        .status
-        .bastion
-        .as_ref()
-        .and_then(|b| b.floating_ip.clone());
+    let recorded = scope.status.bastion.clone().unwrap_or_default();
+    // The recorded floating IP is kept only while it sits on this same server; a replaced
+    // bastion gets it associated with its new port below.
+    if recorded.id == bs.id {
+        bs.floating_ip = recorded.floating_ip.clone();
+    }
     if !st.ready {
         scope.status.bastion = Some(bs);
         scope.set(
@@ -125,7 +126,8 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
         return Ok(BastionStep::Wait);
     }
     if bs.floating_ip.is_none() && scope.osc.spec.disable_external_network != Some(true) {
-        bs.floating_ip = Some(bastion_floating_ip(scope, s, &b, &st).await?);
+        let fip = bastion_floating_ip(scope, s, &b, &st, recorded.floating_ip.as_deref()).await?;
+        bs.floating_ip = Some(fip);
     }
     scope.status.bastion = Some(bs);
     scope.set(BASTION_READY, State::True);
@@ -158,6 +160,7 @@ async fn bastion_floating_ip(
     s: &Session,
     b: &Bastion,
     st: &OpenStackServerStatus,
+    recorded_ip: Option<&str>,
 ) -> Result<String> {
     let Some(ext) = scope.status.external_network.clone() else {
         return Err(Error::InvalidSpec(
@@ -174,7 +177,7 @@ async fn bastion_floating_ip(
         requested: b.floating_ip.as_deref(),
         external_network_id: &ext.id,
         port_id: &port.id,
-        recorded_ip: None,
+        recorded_ip,
     };
     let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
     lb::associate_api_floating_ip(s, &fip, &port.id).await?;
