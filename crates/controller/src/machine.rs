@@ -97,7 +97,12 @@ pub async fn run(
         .watches(clusters, wc, move |osc: OpenStackCluster| {
             // Every machine of the cluster: readiness, network and load balancer changes.
             let ns = osc.namespace();
-            let cluster = osc.labels().get(CLUSTER_NAME_LABEL).cloned();
+            let cluster = osc.labels().get(CLUSTER_NAME_LABEL).cloned().or_else(|| {
+                osc.owner_references()
+                    .iter()
+                    .find(|r| r.kind == "Cluster")
+                    .map(|r| r.name.clone())
+            });
             store
                 .state()
                 .into_iter()

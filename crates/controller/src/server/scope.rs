@@ -35,7 +35,9 @@ impl<'a> Scope<'a> {
             oss,
             api: Api::namespaced(ctx.client.clone(), &ns),
             owner: ServerOwner {
-                uid: oss.uid().unwrap_or_default(),
+                // The first UID, kept in an annotation: after `clusterctl move` (new UID) the
+                // server's resources are still recognised as ours.
+                uid: crate::runtime::owner_id(oss),
                 name: oss.name_any(),
                 spec_tags: oss.spec.tags.clone(),
             },

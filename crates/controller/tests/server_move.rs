@@ -1,0 +1,129 @@
+//! Deleting a machine after `clusterctl move` (OpenStackServer recreated with a new UID and
+//! no status) and after its image was deleted still removes the server, its port and volume.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use std::time::Duration;
+
+use capo_api::v1alpha1::OpenStackServer;
+use capo_openstack::image::{self, ImageFilter};
+use capo_openstack::request::{Request, Service};
+use capo_openstack::{ApiMetrics, ClientConfig, Credentials, SessionCache};
+use common::Harness;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams, PostParams};
+use machines::*;
+
+const BOOT_FROM_VOLUME: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+rootVolume:
+  sizeGiB: 10
+";
+
+fn named(h: &Harness, col: &str, prefix: &str) -> usize {
+    items(h, col)
+        .iter()
+        .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
+        .count()
+}
+
+/// What `clusterctl move` does to an object: recreated (new UID) from its metadata and spec,
+/// without status.
+async fn move_server(h: &Harness, name: &str) {
+    let api = servers(h);
+    let old = api.get(name).await.unwrap();
+    let pp = PatchParams::default();
+    api.patch(
+        name,
+        &pp,
+        &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    api.delete(name, &Default::default()).await.unwrap();
+    while api.get_opt(name).await.unwrap().is_some() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let moved = OpenStackServer {
+        metadata: ObjectMeta {
+            name: old.metadata.name.clone(),
+            namespace: old.metadata.namespace.clone(),
+            labels: old.metadata.labels.clone(),
+            annotations: old.metadata.annotations.clone(),
+            owner_references: old.metadata.owner_references.clone(),
+            finalizers: old.metadata.finalizers.clone(),
+            ..Default::default()
+        },
+        spec: old.spec.clone(),
+        status: None,
+    };
+    let created = api.create(&PostParams::default(), &moved).await.unwrap();
+    assert_ne!(
+        created.metadata.uid, old.metadata.uid,
+        "a new UID, as after a move"
+    );
+    machines(h)
+        .patch_status(
+            name,
+            &pp,
+            &Patch::Merge(serde_json::json!({"status": null})),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_after_move_and_image_deletion_leaves_nothing() {
+    let h = Harness::new("move").await;
+    let c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-mv", false, BOOT_FROM_VOLUME).await;
+    wait_machine_ready(&h, "w-mv").await;
+    drop(c);
+    assert_eq!(
+        ["servers", "ports", "volumes"].map(|col| named(&h, col, "w-mv")),
+        [1, 1, 1]
+    );
+    move_server(&h, "w-mv").await;
+    // The image goes away meanwhile (admin deletes the public image).
+    let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
+    let admin =
+        Credentials::from_clouds_yaml(&h.sim.clouds_yaml(), capo_sim::clouds::ADMIN, None, None)
+            .unwrap();
+    let admin = cache.session(&admin).unwrap();
+    let filter = ImageFilter {
+        name: Some("ubuntu-2404-kube-v1.34".into()),
+        ..Default::default()
+    };
+    let img = image::list_images(&admin, &filter).await.unwrap()[0]
+        .id
+        .clone();
+    admin
+        .send(&Request::delete(
+            Service::Image,
+            format!("images/{img}"),
+            "image_delete",
+        ))
+        .await
+        .unwrap();
+    assert!(
+        image::list_images(&admin, &filter)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    delete_machine(&h, "w-mv").await;
+    let _c = start(&h);
+    wait_machine_gone(&h, "w-mv", 60).await;
+    assert_eq!(
+        ["servers", "ports", "volumes", "trunks"].map(|col| named(&h, col, "w-mv")),
+        [0, 0, 0, 0]
+    );
+}
