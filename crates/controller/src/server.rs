@@ -21,14 +21,15 @@
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for
 //!   [`LOOKUP_TTL`] across servers of the same cloud project.
 //! - The user data is read from the Secret at create time only and never logged.
-//!
-//! ## Not implemented
-//! - `spec.floatingIPPoolRef` (a floating IP claimed from an OpenStackFloatingIPPool) is
-//!   ignored.
+//! - `spec.floatingIPPoolRef`: an IPAddressClaim `<server>-floating-ip-address` (owned, with
+//!   the claim finalizer) is made once the server is ACTIVE; the pool's floating IP is put on
+//!   the first port and reported as ExternalIP (FloatingAddressFromPoolReady); the server is
+//!   ready only then. On delete the claim is released.
 
 mod apply;
 mod cache;
 mod cleanup;
+mod pool_ip;
 mod resolve;
 mod scope;
 mod steady;

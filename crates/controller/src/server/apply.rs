@@ -4,8 +4,12 @@
 use std::collections::BTreeMap;
 
 use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
+use capo_api::constants::condition_types::{
+    FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY, READY,
+};
 use capo_api::v1beta1::{
     MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
+    TypedLocalObjectReference,
 };
 use capo_cloud::instance::{self, EnsuredVolume, Outcome, ServerRequest};
 use capo_openstack::Session;
@@ -16,12 +20,13 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use super::cache::LookupCache;
+use super::pool_ip;
 use super::resolve::{Resolution, Resolver};
 use super::scope::Scope;
 use super::steady::{fingerprint, is_steady};
 use crate::conditions::State;
 use crate::credentials::session_for;
-use crate::error::{KubeContext, Result};
+use crate::error::{Error, KubeContext, Result};
 
 /// Reason of InstanceReady while the server is being made.
 const INSTANCE_NOT_READY: &str = "InstanceNotReady";
@@ -80,7 +85,7 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
         },
     };
     match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
-        Ok(Outcome::Ready(server)) => ready(scope, server).await,
+        Ok(Outcome::Ready(server)) => ready(scope, &s, server).await,
         Ok(Outcome::NotReady { id, reason }) => not_ready(scope, id, reason).await,
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
@@ -260,11 +265,17 @@ pub(crate) fn addresses(server: &Server) -> Vec<MachineAddress> {
     out
 }
 
-async fn ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
+async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Action> {
     let first = !scope.status.ready;
     scope.status.instance_id = Some(server.id.clone());
     scope.status.instance_state = Some(server.status.clone());
     scope.status.addresses = addresses(&server);
+    if let Some(pool) = scope.oss.spec.floating_ip_pool_ref.clone() {
+        scope.set(INSTANCE_READY, State::True);
+        if let Some(action) = pool_address(scope, s, &pool).await? {
+            return Ok(action);
+        }
+    }
     scope.status.ready = true;
     scope.set_instance(State::True);
     scope.flush().await?;
@@ -277,6 +288,42 @@ async fn ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
     let fp = fingerprint(scope.oss, &scope.status)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
     Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+/// The pool's floating IP on the first port, reported in FloatingAddressFromPoolReady and as
+/// an ExternalIP address; Some(requeue) while the pool has not provided it.
+async fn pool_address(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    pool: &TypedLocalObjectReference,
+) -> Result<Option<Action>> {
+    let Some(port_id) = recorded_port(scope, 0) else {
+        return Err(Error::InvalidSpec(
+            "the server has no port for its floating IP".into(),
+        ));
+    };
+    match pool_ip::ensure(scope, s, pool, &port_id).await? {
+        Ok(address) => {
+            scope.set(FLOATING_ADDRESS_FROM_POOL_READY, State::True);
+            if !scope.status.addresses.iter().any(|a| a.address == address) {
+                scope.status.addresses.push(MachineAddress {
+                    address,
+                    r#type: "ExternalIP".into(),
+                });
+            }
+            Ok(None)
+        }
+        Err(why) => {
+            scope.status.ready = false;
+            scope.set(
+                FLOATING_ADDRESS_FROM_POOL_READY,
+                State::info("WaitingForIPAddress", why.clone()),
+            );
+            scope.set(READY, State::info("WaitingForIPAddress", why));
+            scope.flush().await?;
+            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+        }
+    }
 }
 
 /// The server exists but is not ACTIVE: BUILD is polled at the pending pace; any other state

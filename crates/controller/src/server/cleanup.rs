@@ -41,6 +41,9 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
     let (ports, volumes) = names(scope);
     match instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await? {
         Outcome::Ready(()) => {
+            if scope.oss.spec.floating_ip_pool_ref.is_some() {
+                super::pool_ip::release(scope).await?;
+            }
             scope.ctx.forget_converged(&scope.key());
             Ok(None)
         }

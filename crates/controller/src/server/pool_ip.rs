@@ -1,0 +1,165 @@
+//! A floating IP from an OpenStackFloatingIPPool (`spec.floatingIPPoolRef`), through Cluster
+//! API IPAM: the server claims an address with an IPAddressClaim
+//! `<server>-floating-ip-address` (owned by the server, with the claim finalizer), the pool
+//! fulfils it with an IPAddress whose address is a Neutron floating IP it allocated, and the
+//! server associates that floating IP with its first port. On delete the claim is released
+//! (finalizer removed, claim deleted); the pool owns the floating IP itself.
+
+use std::collections::BTreeMap;
+
+use capo_api::constants::{CLUSTER_NAME_LABEL, IP_CLAIM_FINALIZER};
+use capo_api::names::floating_ip_claim_name;
+use capo_api::v1beta1::TypedLocalObjectReference;
+use capo_openstack::Session;
+use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+use super::scope::Scope;
+use crate::error::{Error, KubeContext, Result};
+
+const IPAM_GROUP: &str = "ipam.cluster.x-k8s.io";
+const IPAM_VERSION: &str = "v1beta2";
+
+fn ipam_api(scope: &Scope<'_>, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(IPAM_GROUP, IPAM_VERSION, kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
+    Api::namespaced_with(scope.ctx.client.clone(), &scope.namespace, &ar)
+}
+
+fn claims(scope: &Scope<'_>) -> Api<DynamicObject> {
+    ipam_api(scope, "IPAddressClaim", "ipaddressclaims")
+}
+
+/// The pool's floating IP on `port_id`: Ok(address) once associated, Err(why) while the pool
+/// has not answered the claim yet.
+pub(super) async fn ensure(
+    scope: &Scope<'_>,
+    s: &Session,
+    pool: &TypedLocalObjectReference,
+    port_id: &str,
+) -> Result<std::result::Result<String, String>> {
+    let name = floating_ip_claim_name(&scope.owner.name);
+    let api = claims(scope);
+    let Some(claim) = api
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get IPAddressClaim {name}"))?
+    else {
+        create_claim(scope, &api, &name, pool).await?;
+        return Ok(Err(format!(
+            "waiting for IPAddressClaim {name} to be fulfilled"
+        )));
+    };
+    let Some(address_name) = claim.data["status"]["addressRef"]["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(Err(format!(
+            "waiting for pool {} to fulfil IPAddressClaim {name}",
+            pool.name
+        )));
+    };
+    let addresses = ipam_api(scope, "IPAddress", "ipaddresses");
+    let Some(ip) = addresses
+        .get_opt(address_name)
+        .await
+        .kctx(|| format!("get IPAddress {address_name}"))?
+    else {
+        return Ok(Err(format!("waiting for IPAddress {address_name}")));
+    };
+    let Some(address) = ip.data["spec"]["address"]
+        .as_str()
+        .filter(|a| !a.is_empty())
+    else {
+        return Ok(Err(format!("IPAddress {address_name} has no address yet")));
+    };
+    let f = ListFilter::default().with("floating_ip_address", address);
+    let found: Vec<FloatingIp> =
+        net::list(s, FLOATING_IP, &f)
+            .await
+            .map_err(|source| Error::OpenStack {
+                op: format!("list floating IPs {address}"),
+                source,
+            })?;
+    let Some(fip) = found.into_iter().next() else {
+        return Ok(Err(format!(
+            "floating IP {address} of pool {} not found",
+            pool.name
+        )));
+    };
+    if fip.port_id.as_deref() != Some(port_id) {
+        let req = net::set_floating_ip_port_request(&fip.id, Some(port_id), None);
+        let _: FloatingIp =
+            s.fetch(&req, "floatingip")
+                .await
+                .map_err(|source| Error::OpenStack {
+                    op: format!("associate floating IP {address} with port {port_id}"),
+                    source,
+                })?;
+    }
+    Ok(Ok(address.to_owned()))
+}
+
+async fn create_claim(
+    scope: &Scope<'_>,
+    api: &Api<DynamicObject>,
+    name: &str,
+    pool: &TypedLocalObjectReference,
+) -> Result<()> {
+    let gvk = GroupVersionKind::gvk(IPAM_GROUP, IPAM_VERSION, "IPAddressClaim");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "ipaddressclaims");
+    let mut claim = DynamicObject::new(name, &ar).within(&scope.namespace);
+    claim.metadata.finalizers = Some(vec![IP_CLAIM_FINALIZER.to_owned()]);
+    claim.metadata.owner_references = scope.oss.controller_owner_ref(&()).map(|r| vec![r]);
+    if let Some(c) = scope.oss.labels().get(CLUSTER_NAME_LABEL) {
+        claim.metadata.labels = Some(BTreeMap::from([(CLUSTER_NAME_LABEL.to_owned(), c.clone())]));
+    }
+    let group = pool
+        .api_group
+        .clone()
+        .unwrap_or_else(|| capo_api::constants::GROUP.to_owned());
+    claim.data =
+        json!({"spec": {"poolRef": {"apiGroup": group, "kind": pool.kind, "name": pool.name}}});
+    match api.create(&PostParams::default(), &claim).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(ae)) if ae.code == 409 => Ok(()),
+        Err(e) => Err(Error::kube(format!("create IPAddressClaim {name}"), e)),
+    }
+}
+
+/// Release the claim: remove our finalizer and delete it (absent is done).
+pub(super) async fn release(scope: &Scope<'_>) -> Result<()> {
+    let name = floating_ip_claim_name(&scope.owner.name);
+    let api = claims(scope);
+    let Some(claim) = api
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get IPAddressClaim {name}"))?
+    else {
+        return Ok(());
+    };
+    if claim.finalizers().iter().any(|f| f == IP_CLAIM_FINALIZER) {
+        let rest: Vec<&String> = claim
+            .finalizers()
+            .iter()
+            .filter(|f| *f != IP_CLAIM_FINALIZER)
+            .collect();
+        let patch =
+            json!({"metadata": {"finalizers": rest, "resourceVersion": claim.resource_version()}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .kctx(|| format!("release IPAddressClaim {name}"))?;
+    }
+    if claim.metadata.deletion_timestamp.is_none() {
+        match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(ae)) if ae.code == 404 => {}
+            Err(e) => return Err(Error::kube(format!("delete IPAddressClaim {name}"), e)),
+        }
+    }
+    Ok(())
+}
