@@ -1,4 +1,4 @@
-//! Nova: failure domains from the cloud's availability zones.
+//! Nova: failure domains from the cloud's availability zones, and the cluster's SSH key pair.
 
 use std::collections::BTreeMap;
 
@@ -24,4 +24,30 @@ pub async fn ensure_failure_domains(
         })
         .collect();
     Ok(failure_domains(spec, &zones))
+}
+
+/// Make sure Nova has key pair `name` with `public_key` (one GET when it does; a key pair of
+/// that name with another key is an error naming it, never overwritten).
+pub async fn ensure_keypair(s: &Session, name: &str, public_key: &str) -> Result<()> {
+    match capo_openstack::compute::get_keypair(s, name).await {
+        Ok(k) if k.public_key.trim() == public_key.trim() => Ok(()),
+        Ok(_) => Err(crate::Error::InvalidSpec(format!(
+            "Nova key pair {name:?} exists with another public key; delete it or disable ssh.generateKeyPair"
+        ))),
+        Err(e) if e.is_not_found() => {
+            capo_openstack::compute::create_keypair(s, name, public_key)
+                .await
+                .ctx(|| format!("import key pair {name}"))?;
+            Ok(())
+        }
+        Err(e) => Err(crate::Error::api(format!("get key pair {name}"), e)),
+    }
+}
+
+/// Delete Nova key pair `name`; absent is success.
+pub async fn delete_keypair(s: &Session, name: &str) -> Result<()> {
+    match capo_openstack::compute::delete_keypair(s, name).await {
+        Err(e) if !e.is_not_found() => Err(crate::Error::api(format!("delete key pair {name}"), e)),
+        _ => Ok(()),
+    }
 }

@@ -10,6 +10,7 @@ pub mod lookup;
 pub mod network;
 pub mod router;
 pub mod security_groups;
+pub mod vip_port;
 
 pub use external::ensure_external_network;
 pub use network::{delete_network, ensure_cluster_network, is_managed_network};

@@ -23,15 +23,16 @@ mod apply;
 mod bastion;
 mod cleanup;
 mod endpoint;
+mod extensions;
 mod network;
 mod scope;
 mod steady;
 
 use std::sync::Arc;
 
-use capo_api::constants::{CLUSTER_FINALIZER, condition_types};
+use capo_api::constants::{CLUSTER_FINALIZER, CLUSTER_NAME_LABEL, condition_types};
 use capo_api::v1alpha1::OpenStackServer;
-use capo_api::v1beta1::OpenStackCluster;
+use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -63,23 +64,26 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let client = ctx.client.clone();
-    let (clusters, servers, capi) = match &ctx.options.namespace {
+    let (clusters, servers, capi, machines) = match &ctx.options.namespace {
         Some(ns) => (
             Api::<OpenStackCluster>::namespaced(client.clone(), ns),
             Api::<OpenStackServer>::namespaced(client.clone(), ns),
-            Api::<Cluster>::namespaced(client, ns),
+            Api::<Cluster>::namespaced(client.clone(), ns),
+            Api::<OpenStackMachine>::namespaced(client, ns),
         ),
         None => (
+            Api::all(client.clone()),
             Api::all(client.clone()),
             Api::all(client.clone()),
             Api::all(client),
         ),
     };
+    let index = ctx.clone();
     let wc = watcher_config(&ctx);
     let (reader, trigger) = primary_stream(clusters, wc.clone());
     Controller::for_stream(trigger, reader)
         .owns(servers, wc.clone())
-        .watches(capi, wc, |c: Cluster| {
+        .watches(capi, wc.clone(), |c: Cluster| {
             let ns = c.namespace();
             c.spec
                 .infrastructure_ref
@@ -91,6 +95,13 @@ pub async fn run(
                         None => o,
                     }
                 })
+        })
+        // Machines coming, going or changing address re-render the Ansible inventory.
+        .watches(machines, wc.clone(), move |m: OpenStackMachine| {
+            let ns = m.namespace()?;
+            let cluster = m.labels().get(CLUSTER_NAME_LABEL)?.clone();
+            let osc = index.osc_of(&ns, &cluster).unwrap_or(cluster);
+            Some(ObjectRef::new(&osc).within(&ns))
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)

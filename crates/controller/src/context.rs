@@ -90,6 +90,7 @@ pub struct Context {
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
     pending: Mutex<HashMap<String, (String, u32)>>,
+    clusters: Mutex<HashMap<(String, String), String>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -119,6 +120,7 @@ impl Context {
             ),
             converged: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            clusters: Mutex::new(HashMap::new()),
         })
     }
 
@@ -178,6 +180,22 @@ impl Context {
                     .requeue_pending_max
                     .max(self.options.requeue_pending),
             )
+    }
+
+    /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc` (so machine
+    /// events, which carry only the cluster's name, reach the right OpenStackCluster).
+    pub fn index_cluster(&self, namespace: &str, cluster: &str, osc: &str) {
+        if let Ok(mut m) = self.clusters.lock() {
+            m.insert((namespace.to_owned(), cluster.to_owned()), osc.to_owned());
+        }
+    }
+
+    /// The OpenStackCluster of Cluster `cluster` in `namespace`, if a reconcile saw it.
+    pub fn osc_of(&self, namespace: &str, cluster: &str) -> Option<String> {
+        self.clusters
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(namespace.to_owned(), cluster.to_owned())).cloned())
     }
 
     /// Forget `key` (spec changed, drift found, object deleted).

@@ -37,6 +37,8 @@ pub enum Purpose {
     ApiServer,
     /// The bastion host.
     Bastion,
+    /// The ingress VIP of the BA/ACP extension.
+    Ingress,
 }
 
 impl Purpose {
@@ -44,6 +46,7 @@ impl Purpose {
         match self {
             Purpose::ApiServer => "API server",
             Purpose::Bastion => "bastion",
+            Purpose::Ingress => "ingress",
         }
     }
 }

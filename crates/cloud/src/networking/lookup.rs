@@ -3,7 +3,7 @@
 
 use capo_api::v1beta1::{NeutronFilter, SubnetFilter};
 use capo_openstack::network::{
-    self as net, ListFilter, Network, Resource, Router, SecurityGroup, Subnet,
+    self as net, ListFilter, Network, Port, Resource, Router, SecurityGroup, Subnet,
 };
 use capo_openstack::{Session, TagFilter};
 use serde::de::DeserializeOwned;
@@ -30,7 +30,7 @@ macro_rules! tagged {
         }
     )*};
 }
-tagged!(Network, Subnet, Router, SecurityGroup);
+tagged!(Network, Subnet, Router, SecurityGroup, Port);
 
 /// GET by ID; a 404 is `None`.
 pub async fn get_opt<T: DeserializeOwned>(s: &Session, r: Resource, id: &str) -> Result<Option<T>> {

@@ -75,6 +75,8 @@ async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
         }
     }
     reconcile_failure_domains(scope, &s).await?;
+    scope.step = super::extensions::EXTENSIONS_READY;
+    super::extensions::reconcile_cloud(scope, &s).await?;
     if !scope.status.ready {
         scope
             .event(
@@ -100,6 +102,8 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     scope.step = super::bastion::BASTION_READY;
     let bastion = reconcile_bastion(scope, s).await?;
     scope.flush().await?;
+    scope.step = super::extensions::EXTENSIONS_READY;
+    super::extensions::reconcile_status(scope, s).await?;
     let key = scope.key();
     if bastion == BastionStep::Wait {
         return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));

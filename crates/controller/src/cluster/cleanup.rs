@@ -75,6 +75,7 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Ac
     {
         return deleting(scope, why).await;
     }
+    super::extensions::cleanup(scope, &s).await?;
     let spec = &scope.osc.spec;
     networking::delete_router(
         &s,

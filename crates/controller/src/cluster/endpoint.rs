@@ -130,6 +130,9 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
 /// The endpoint: load balancer, existing endpoint, floating IP or fixed IP (upstream order).
 pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
     scope.step = API_ENDPOINT_READY;
+    if super::extensions::keepalived_control_plane(scope.osc) {
+        return super::extensions::vips::reconcile_control_plane(scope, s).await;
+    }
     if lb_enabled(scope) {
         match reconcile_load_balancer(scope, s).await? {
             Step::Done => {}
@@ -180,7 +183,7 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
 }
 
 /// Write `spec.controlPlaneEndpoint` unless a valid one is already there (set once).
-async fn set_endpoint(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<()> {
+pub(super) async fn set_endpoint(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<()> {
     let current = scope.osc.spec.control_plane_endpoint.as_ref();
     let valid = current.is_some_and(|e| {
         e.host.as_deref().is_some_and(|h| !h.is_empty()) && e.port.is_some_and(|p| p > 0)

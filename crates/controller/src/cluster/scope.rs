@@ -28,6 +28,7 @@ impl<'a> Scope<'a> {
     pub fn new(ctx: &'a Context, osc: &'a OpenStackCluster) -> Self {
         let ns = osc.namespace().unwrap_or_default();
         let status = osc.status.clone().unwrap_or_default();
+        ctx.index_cluster(&ns, &super::extensions::cluster_name(osc), &osc.name_any());
         Self {
             ctx,
             osc,

@@ -1,0 +1,90 @@
+//! Reserved VIP ports for the BA/ACP extension's keepalived mode: a Neutron port on the
+//! cluster subnet that holds a virtual IP (control plane or ingress). Nothing is bound to it;
+//! keepalived on the machines moves the address, which Neutron lets through because every
+//! participating machine port carries it as an allowed address pair, and the floating IP sits
+//! on this port so it never moves when machines come and go.
+//!
+//! Found by recorded ID, else by name `k8s-clusterapi-cluster-<ns>-<name>-<purpose>-vip` +
+//! ownership tag (untagged = adopted, foreign = refused), created with the address asked for.
+
+use capo_openstack::Session;
+use capo_openstack::network::{self as net, FixedIp, ListFilter, PORT, Port, PortCreate};
+
+use crate::error::{Context, Result};
+use crate::networking::lookup::{delete_opt, ensure_tags, find_owned};
+use crate::ownership::Owner;
+
+/// What VIP port to ensure.
+#[derive(Debug, Clone, Copy)]
+pub struct VipPortRequest<'a> {
+    /// `kubeapi` or `ingress` (part of the name).
+    pub purpose: &'a str,
+    /// Cluster network.
+    pub network_id: &'a str,
+    /// Subnet the VIP is allocated from.
+    pub subnet_id: &'a str,
+    /// A fixed address the user asked for.
+    pub address: Option<&'a str>,
+    /// Port ID recorded in status.
+    pub recorded_id: Option<&'a str>,
+}
+
+/// The VIP port's name.
+pub fn vip_port_name(owner: &Owner, purpose: &str) -> String {
+    capo_api::names::vip_port_name(&owner.namespace, &owner.name, purpose)
+}
+
+/// Ensure the VIP port; returns it with its address (first fixed IP).
+pub async fn ensure_vip_port(s: &Session, owner: &Owner, r: VipPortRequest<'_>) -> Result<Port> {
+    let name = vip_port_name(owner, r.purpose);
+    let filter = ListFilter::by_name(&name).with("network_id", r.network_id);
+    let found: Option<Port> = find_owned(s, owner, PORT, r.recorded_id, filter).await?;
+    let mut port = match found {
+        Some(p) => p,
+        None => {
+            let body = PortCreate {
+                name: name.clone(),
+                network_id: r.network_id.to_owned(),
+                description: Some(format!(
+                    "capo {} VIP of OpenStackCluster {}/{}",
+                    r.purpose, owner.namespace, owner.name
+                )),
+                fixed_ips: vec![FixedIp {
+                    subnet_id: Some(r.subnet_id.to_owned()),
+                    ip_address: r.address.map(str::to_owned),
+                }],
+                ..Default::default()
+            };
+            net::create(s, PORT, &body)
+                .await
+                .ctx(|| format!("create VIP port {name}"))?
+        }
+    };
+    port.tags = ensure_tags(s, owner, PORT, &port).await?;
+    Ok(port)
+}
+
+/// The VIP address of a port (its first fixed IP).
+pub fn vip_address(p: &Port) -> Option<String> {
+    p.fixed_ips.iter().find_map(|f| f.ip_address.clone())
+}
+
+/// Delete the VIP port of `purpose` (recorded ID or name + ownership). Absent is success;
+/// another cluster's port is left alone.
+pub async fn delete_vip_port(
+    s: &Session,
+    owner: &Owner,
+    purpose: &str,
+    recorded_id: Option<&str>,
+) -> Result<()> {
+    let filter = ListFilter::by_name(&vip_port_name(owner, purpose));
+    match find_owned::<Port>(s, owner, PORT, recorded_id, filter).await {
+        Ok(Some(p)) => delete_opt(s, PORT, &p.id).await,
+        Ok(None) => Ok(()),
+        Err(crate::Error::ForeignResource { id, owner_tag, .. }) => {
+            tracing::warn!(%id, %owner_tag, "VIP port with our name belongs to another cluster; left alone");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}

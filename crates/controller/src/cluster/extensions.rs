@@ -1,0 +1,97 @@
+//! The BA/ACP extension of an OpenStackCluster (`spec.extensions`): everything Ansible-based
+//! bootstrap and control-plane providers need from the infrastructure. With no
+//! `spec.extensions`, none of this runs and the cluster behaves exactly as upstream's.
+//!
+//! - [`vips`]: keepalived VIPs without Octavia: a reserved Neutron port per VIP (control plane,
+//!   ingress) holding the address, the floating IP on that port (so scaling and rolling
+//!   upgrades never move it), and the control-plane endpoint pointing at it.
+//! - [`ssh`]: an ed25519 key pair generated once per cluster into the `kubernetes.io/ssh-auth`
+//!   Secret `<cluster>-ssh`, its public key imported as a Nova key pair for machines that name
+//!   none.
+//! - [`vars`]: `status.extensions`: one field per variable of the contract (project, subnet,
+//!   security groups, VIPs, catalog endpoint hosts, region, NTP, management VIP).
+//! - [`ansible`]: the Secret `<cluster>-ansible` with `vars.yaml` and `inventory.yaml`, rendered
+//!   deterministically from status and the cluster's OpenStackMachines, written only when its
+//!   bytes change; the `ExtensionsReady` condition names what is not resolved yet.
+
+pub(super) mod ansible;
+pub(super) mod ssh;
+pub(super) mod vars;
+pub(super) mod vips;
+
+use capo_api::constants::{CLUSTER_NAME_LABEL, CLUSTERCTL_MOVE_LABEL};
+use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, OpenStackClusterExtensions};
+use capo_api::v1beta1::OpenStackCluster;
+use capo_openstack::Session;
+use kube::ResourceExt;
+
+use super::scope::Scope;
+use crate::error::Result;
+
+/// Condition reporting the extension's variables.
+pub const EXTENSIONS_READY: &str = "ExtensionsReady";
+
+/// The extension spec, when the cluster has one.
+pub(super) fn spec(osc: &OpenStackCluster) -> Option<&OpenStackClusterExtensions> {
+    osc.spec.extensions.as_ref()
+}
+
+/// True when the control-plane VIP is a keepalived VIP port (not Octavia).
+pub(super) fn keepalived_control_plane(osc: &OpenStackCluster) -> bool {
+    spec(osc)
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.control_plane.as_ref())
+        .is_some_and(|c| c.mode == LOAD_BALANCER_MODE_KEEPALIVED)
+}
+
+/// Name of the Cluster API Cluster this OpenStackCluster belongs to.
+pub(super) fn cluster_name(osc: &OpenStackCluster) -> String {
+    osc.labels()
+        .get(CLUSTER_NAME_LABEL)
+        .cloned()
+        .or_else(|| {
+            osc.owner_references()
+                .iter()
+                .find(|r| r.kind == "Cluster")
+                .map(|r| r.name.clone())
+        })
+        .unwrap_or_else(|| osc.name_any())
+}
+
+/// Labels of the Secrets this extension writes: the cluster's name and clusterctl move.
+pub(super) fn secret_labels(osc: &OpenStackCluster) -> std::collections::BTreeMap<String, String> {
+    [
+        (CLUSTER_NAME_LABEL.to_owned(), cluster_name(osc)),
+        (CLUSTERCTL_MOVE_LABEL.to_owned(), String::new()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, ingress VIP.
+pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    if spec(scope.osc).is_none() {
+        return Ok(());
+    }
+    ssh::reconcile_ssh(scope, s).await?;
+    vips::reconcile_ingress(scope, s).await?;
+    scope.flush().await
+}
+
+/// Kubernetes-side steps of every reconcile (also steady ones): status variables, the
+/// Ansible Secret, ExtensionsReady.
+pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    if spec(scope.osc).is_none() {
+        return Ok(());
+    }
+    vars::fill_status(scope, s).await?;
+    ansible::reconcile_secret(scope).await?;
+    scope.flush().await
+}
+
+/// Delete what the extension created (VIP ports, ingress floating IP, key pair, Secrets).
+pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    vips::cleanup(scope, s).await?;
+    ssh::cleanup(scope, s).await?;
+    ansible::cleanup(scope).await
+}

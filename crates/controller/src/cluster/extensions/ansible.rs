@@ -1,0 +1,133 @@
+//! The Secret `<cluster>-ansible` (`vars.yaml`, `inventory.yaml`) and the `ExtensionsReady`
+//! condition. Rendering is deterministic, so the Secret is written only when a machine comes,
+//! goes or changes address, or a variable changes: no update storms on steady reconciles.
+
+use std::collections::BTreeMap;
+
+use capo_ansible::{
+    ClusterFacts, INVENTORY_KEY, VARS_KEY, render_inventory, render_vars, unresolved,
+};
+use capo_api::constants::CLUSTER_NAME_LABEL;
+use capo_api::extensions::{AnsibleStatus, LOAD_BALANCER_MODE_OCTAVIA};
+use capo_api::names::ansible_secret_name;
+use capo_api::v1beta1::OpenStackMachine;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+
+use super::super::scope::Scope;
+use super::{EXTENSIONS_READY, cluster_name, secret_labels, spec};
+use crate::conditions::State;
+use crate::context::FIELD_MANAGER;
+use crate::error::{Error, KubeContext, Result};
+
+/// The cluster's OpenStackMachines (by the cluster-name label), sorted by name.
+async fn machines(scope: &Scope<'_>) -> Result<Vec<OpenStackMachine>> {
+    let cluster = cluster_name(scope.osc);
+    let api: Api<OpenStackMachine> =
+        Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let lp = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}"));
+    let mut list = api
+        .list(&lp)
+        .await
+        .kctx(|| format!("list OpenStackMachines of cluster {cluster}"))?
+        .items;
+    list.sort_by_key(|m| m.name_any());
+    Ok(list)
+}
+
+/// Render and write the Secret when its content changed; set ExtensionsReady.
+pub(super) async fn reconcile_secret(scope: &mut Scope<'_>) -> Result<()> {
+    let name = ansible_secret_name(&scope.owner.name);
+    scope
+        .status
+        .extensions
+        .get_or_insert_with(Default::default)
+        .ansible = Some(AnsibleStatus {
+        secret_name: Some(name.clone()),
+    });
+    let machines = machines(scope).await?;
+    let mut view = scope.osc.clone();
+    view.status = Some(scope.status.clone());
+    let facts = ClusterFacts::from_api(&view, &machines);
+    let render_err =
+        |e: capo_ansible::Error| Error::InvalidSpec(format!("render the Ansible inventory: {e}"));
+    let vars = render_vars(&facts).map_err(render_err)?;
+    let inventory = render_inventory(&facts).map_err(render_err)?;
+    write_secret(scope, &name, vars, inventory).await?;
+    let mut missing: Vec<String> = unresolved(&facts)
+        .into_iter()
+        .map(|(var, why)| format!("{var}: {why}"))
+        .collect();
+    let octavia_ingress = spec(scope.osc)
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .is_some_and(|i| i.mode == LOAD_BALANCER_MODE_OCTAVIA);
+    if octavia_ingress {
+        missing.push("ingress_virtual_vip: ingress mode Octavia is not implemented by this build; use mode Keepalived".into());
+    }
+    let state = if missing.is_empty() {
+        State::True
+    } else {
+        State::info(
+            "VariablesUnresolved",
+            format!("unresolved: {}", missing.join("; ")),
+        )
+    };
+    scope.set(EXTENSIONS_READY, state);
+    Ok(())
+}
+
+async fn write_secret(
+    scope: &Scope<'_>,
+    name: &str,
+    vars: String,
+    inventory: String,
+) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let data = BTreeMap::from([
+        (VARS_KEY.to_owned(), ByteString(vars.into_bytes())),
+        (INVENTORY_KEY.to_owned(), ByteString(inventory.into_bytes())),
+    ]);
+    let current = api
+        .get_opt(name)
+        .await
+        .kctx(|| format!("get Secret {name}"))?;
+    if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
+        return Ok(());
+    }
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(scope.owner.namespace.clone()),
+            labels: Some(secret_labels(scope.osc)),
+            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data),
+        ..Default::default()
+    };
+    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
+        what: "Secret",
+        source,
+    })?;
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .kctx(|| format!("apply Secret {name}"))?;
+    tracing::info!(secret = %name, "Ansible inventory and variables updated");
+    Ok(())
+}
+
+/// Delete the Ansible Secret.
+pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<()> {
+    super::ssh::delete_secret(scope, &ansible_secret_name(&scope.owner.name)).await
+}

@@ -1,0 +1,156 @@
+//! The cluster's SSH key pair (when `spec.extensions.ssh.generateKeyPair`): generated once into
+//! the `kubernetes.io/ssh-auth` Secret `<cluster>-ssh` (owned by the OpenStackCluster), its
+//! public key imported as the Nova key pair `k8s-clusterapi-cluster-<ns>-<name>`, which
+//! machines naming no key pair use. The private key never leaves the Secret.
+
+use std::collections::BTreeMap;
+
+use capo_ansible::{SSH_AUTH_PRIVATE_KEY, SSH_PUBLIC_KEY, SshKeyPair, generate_ed25519};
+use capo_api::extensions::SshStatus;
+use capo_api::names::{ssh_keypair_name, ssh_secret_name};
+use capo_openstack::Session;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Resource};
+
+use super::super::scope::Scope;
+use super::{secret_labels, spec};
+use crate::error::{Error, KubeContext, Result};
+
+/// Secret type of the key pair.
+pub const SSH_AUTH_TYPE: &str = "kubernetes.io/ssh-auth";
+
+fn wanted(scope: &Scope<'_>) -> bool {
+    spec(scope.osc)
+        .and_then(|e| e.ssh.as_ref())
+        .is_some_and(|s| s.generate_key_pair == Some(true))
+}
+
+/// Ensure the Secret (generate once) and the Nova key pair; record both names in status.
+pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    if !wanted(scope) {
+        return Ok(());
+    }
+    let name = ssh_secret_name(&scope.owner.name);
+    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let public = match api
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get Secret {name}"))?
+    {
+        Some(existing) => public_key_of(&existing, &name)?,
+        None => create_secret(scope, &api, &name).await?,
+    };
+    let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
+    capo_cloud::compute::ensure_keypair(s, &keypair, &public).await?;
+    let ext = scope.status.extensions.get_or_insert_with(Default::default);
+    ext.ssh = Some(SshStatus {
+        key_pair_name: Some(keypair),
+        secret_name: Some(name),
+    });
+    Ok(())
+}
+
+fn public_key_of(secret: &Secret, name: &str) -> Result<String> {
+    let data = secret.data.clone().unwrap_or_default();
+    if let Some(p) = data.get(SSH_PUBLIC_KEY) {
+        return String::from_utf8(p.0.clone()).map_err(|_| {
+            Error::InvalidSpec(format!("Secret {name}: key {SSH_PUBLIC_KEY} is not UTF-8"))
+        });
+    }
+    // A Secret someone else wrote with only the private key: derive the public key.
+    let private = data
+        .get(SSH_AUTH_PRIVATE_KEY)
+        .and_then(|p| String::from_utf8(p.0.clone()).ok())
+        .ok_or_else(|| {
+            Error::InvalidSpec(format!("Secret {name} has no {SSH_AUTH_PRIVATE_KEY}"))
+        })?;
+    let pair = SshKeyPair::from_private_openssh(&private)
+        .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))?;
+    Ok(pair.public_openssh)
+}
+
+async fn create_secret(scope: &Scope<'_>, api: &Api<Secret>, name: &str) -> Result<String> {
+    let comment = format!("{}/{}", scope.owner.namespace, scope.owner.name);
+    let pair = generate_ed25519(&comment)
+        .map_err(|e| Error::InvalidSpec(format!("generate SSH key: {e}")))?;
+    let data = BTreeMap::from([
+        (
+            SSH_AUTH_PRIVATE_KEY.to_owned(),
+            ByteString(pair.private_openssh.as_bytes().to_vec()),
+        ),
+        (
+            SSH_PUBLIC_KEY.to_owned(),
+            ByteString(pair.public_openssh.as_bytes().to_vec()),
+        ),
+    ]);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(scope.owner.namespace.clone()),
+            labels: Some(secret_labels(scope.osc)),
+            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        type_: Some(SSH_AUTH_TYPE.to_owned()),
+        data: Some(data),
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(pair.public_openssh),
+        // Another reconcile won the race: use its key.
+        Err(kube::Error::Api(ae)) if ae.code == 409 => {
+            let existing = api.get(name).await.kctx(|| format!("get Secret {name}"))?;
+            public_key_of(&existing, name)
+        }
+        Err(e) => Err(Error::kube(format!("create Secret {name}"), e)),
+    }
+}
+
+/// Delete the Nova key pair and the Secret.
+pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
+    let recorded = scope
+        .status
+        .extensions
+        .as_ref()
+        .and_then(|e| e.ssh.as_ref())
+        .is_some();
+    if recorded || wanted(scope) {
+        capo_cloud::compute::delete_keypair(s, &keypair).await?;
+    }
+    let name = ssh_secret_name(&scope.owner.name);
+    delete_secret(scope, &name).await
+}
+
+/// Delete a Secret this cluster owns (absent is success; a Secret the user made is left).
+/// Explicit, because the owner reference alone needs the garbage collector, which the
+/// controller must not depend on (and the cluster's machines may outlive it briefly).
+pub(super) async fn delete_secret(scope: &Scope<'_>, name: &str) -> Result<()> {
+    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let Some(existing) = api
+        .get_opt(name)
+        .await
+        .kctx(|| format!("get Secret {name}"))?
+    else {
+        return Ok(());
+    };
+    let uid = scope.osc.meta().uid.clone().unwrap_or_default();
+    let owned = existing
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.uid == uid || r.kind == "OpenStackCluster" && r.name == scope.owner.name);
+    if !owned {
+        tracing::info!(secret = %name, "Secret not created by this cluster; left in place");
+        return Ok(());
+    }
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(ae)) if ae.code == 404 => Ok(()),
+        Err(e) => Err(Error::kube(format!("delete Secret {name}"), e)),
+    }
+}

@@ -1,0 +1,118 @@
+//! `status.extensions`: the values of the contract's variables, derived from the cluster's
+//! status, its session (token project, catalog) and the extension spec. No requests: the
+//! session's token already carries the project and the catalog.
+
+use capo_api::extensions::{
+    CiliumStatus, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus, NetworkingStatus, NtpStatus,
+    OpenStackEndpoints, PlatformStatus, VipStatus,
+};
+use capo_openstack::Session;
+
+use super::super::scope::Scope;
+use super::{keepalived_control_plane, spec};
+use crate::error::{Error, Result};
+
+fn os_err(op: &str) -> impl FnOnce(capo_openstack::Error) -> Error + '_ {
+    move |source| Error::OpenStack {
+        op: op.to_owned(),
+        source,
+    }
+}
+
+/// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).
+pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    let Some(ext_spec) = spec(scope.osc).cloned() else {
+        return Ok(());
+    };
+    let project_id = s
+        .project_id()
+        .await
+        .map_err(os_err("read the token's project"))?;
+    let project_name = s
+        .project_name()
+        .await
+        .map_err(os_err("read the token's project"))?;
+    let hosts = s
+        .endpoint_hosts()
+        .await
+        .map_err(os_err("read the catalog"))?;
+    let creds = s.credentials();
+    let project_domain = creds
+        .entry
+        .auth
+        .project_domain_name
+        .clone()
+        .or_else(|| creds.entry.auth.project_domain_id.clone())
+        .or_else(|| creds.entry.auth.user_domain_name.clone());
+    let st = &scope.status;
+    let subnet = st.network.as_ref().and_then(|n| {
+        n.subnets
+            .iter()
+            .find(|sn| !sn.cidr.contains(':'))
+            .or_else(|| n.subnets.first())
+            .map(|sn| sn.id.clone())
+    });
+    let security_groups: Vec<String> =
+        [&st.control_plane_security_group, &st.worker_security_group]
+            .into_iter()
+            .flatten()
+            .map(|g| g.id.clone())
+            .collect();
+    let bastion_fixed = st.bastion.as_ref().and_then(|b| b.ip.clone());
+    let bastion_public = st
+        .bastion
+        .as_ref()
+        .and_then(|b| b.floating_ip.clone().or(b.ip.clone()));
+    let ntp = ext_spec
+        .platform
+        .as_ref()
+        .and_then(|p| p.ntp.as_ref())
+        .and_then(|n| n.server.clone())
+        .or(bastion_fixed);
+    let octavia_cp = (!keepalived_control_plane(scope.osc))
+        .then(|| st.api_server_load_balancer.clone())
+        .flatten()
+        .map(|l| VipStatus {
+            mode: Some(LOAD_BALANCER_MODE_OCTAVIA.to_owned()),
+            vip: Some(l.internal_ip).filter(|v| !v.is_empty()),
+            port_id: None,
+            load_balancer_id: Some(l.id),
+            floating_ip: Some(l.ip).filter(|v| !v.is_empty()),
+            floating_ip_id: None,
+        });
+    let ext = scope.status.extensions.get_or_insert_with(Default::default);
+    ext.networking = Some(NetworkingStatus {
+        cilium: Some(CiliumStatus {
+            project_id: Some(project_id),
+            default_subnet_id: subnet,
+            security_group_ids: security_groups,
+            webhook_enable: Some(capo_ansible::webhook_enable(&ext_spec)),
+        }),
+    });
+    if let Some(cp) = octavia_cp {
+        ext.load_balancers
+            .get_or_insert_with(Default::default)
+            .control_plane = Some(cp);
+    }
+    ext.open_stack = Some(OpenStackEndpoints {
+        mgmt: hosts.get("auth").cloned(),
+        keystone: hosts.get("identity").or(hosts.get("auth")).cloned(),
+        nova: hosts.get("compute").cloned(),
+        neutron: hosts.get("network").cloned(),
+        cinder: hosts
+            .get("volumev3")
+            .or(hosts.get("block-storage"))
+            .or(hosts.get("volume"))
+            .cloned(),
+        project: project_name,
+        project_domain,
+        region: s.region().map(str::to_owned),
+    });
+    ext.platform = Some(PlatformStatus {
+        ntp: ntp.map(|server| NtpStatus {
+            server: Some(server),
+        }),
+        management: bastion_public.map(|vip| ManagementStatus { vip: Some(vip) }),
+    });
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Keepalived VIPs: reserved ports on the cluster subnet, their floating IPs, and the
+//! control-plane endpoint on the VIP (instead of an Octavia load balancer).
+
+use capo_api::constants::condition_types::API_ENDPOINT_READY;
+use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
+use capo_api::v1beta1::APIEndpoint;
+use capo_cloud::loadbalancer::{self as lb, FipTarget, Purpose};
+use capo_cloud::networking::vip_port::{self, VipPortRequest};
+use capo_openstack::Session;
+
+use super::super::endpoint::{Step, set_endpoint};
+use super::super::scope::Scope;
+use super::spec;
+use crate::conditions::State;
+use crate::error::{Error, Result};
+
+/// Name part of the control-plane VIP port.
+pub const CONTROL_PLANE: &str = "kubeapi";
+/// Name part of the ingress VIP port.
+pub const INGRESS: &str = "ingress";
+
+fn ipv4_subnet(scope: &Scope<'_>) -> Result<(String, String)> {
+    let net = scope
+        .status
+        .network
+        .as_ref()
+        .ok_or_else(|| Error::InvalidSpec("the cluster network is not ready".into()))?;
+    let subnet = net
+        .subnets
+        .iter()
+        .find(|s| !s.cidr.contains(':'))
+        .or_else(|| net.subnets.first())
+        .ok_or_else(|| Error::InvalidSpec("the cluster network has no subnet for a VIP".into()))?;
+    Ok((net.id.clone(), subnet.id.clone()))
+}
+
+fn recorded(scope: &Scope<'_>, ingress: bool) -> VipStatus {
+    scope
+        .status
+        .extensions
+        .as_ref()
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| {
+            if ingress {
+                l.ingress.clone()
+            } else {
+                l.control_plane.clone()
+            }
+        })
+        .unwrap_or_default()
+}
+
+fn record(scope: &mut Scope<'_>, ingress: bool, v: VipStatus) {
+    let ext = scope.status.extensions.get_or_insert_with(Default::default);
+    let lbs = ext.load_balancers.get_or_insert_with(Default::default);
+    if ingress {
+        lbs.ingress = Some(v);
+    } else {
+        lbs.control_plane = Some(v);
+    }
+}
+
+/// The VIP port of `purpose`, recorded in status at once.
+async fn ensure_port(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    ingress: bool,
+    address: Option<&str>,
+) -> Result<VipStatus> {
+    let (network_id, subnet_id) = ipv4_subnet(scope)?;
+    let mut v = recorded(scope, ingress);
+    let req = VipPortRequest {
+        purpose: if ingress { INGRESS } else { CONTROL_PLANE },
+        network_id: &network_id,
+        subnet_id: &subnet_id,
+        address,
+        recorded_id: v.port_id.as_deref(),
+    };
+    let port = vip_port::ensure_vip_port(s, &scope.owner, req).await?;
+    v.mode = Some(LOAD_BALANCER_MODE_KEEPALIVED.to_owned());
+    v.vip = vip_port::vip_address(&port);
+    v.port_id = Some(port.id);
+    record(scope, ingress, v.clone());
+    scope.flush().await?;
+    Ok(v)
+}
+
+/// Control plane in keepalived mode: VIP port, the API floating IP on it, the endpoint.
+pub(in crate::cluster) async fn reconcile_control_plane(
+    scope: &mut Scope<'_>,
+    s: &Session,
+) -> Result<Step> {
+    let address = spec(scope.osc)
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.control_plane.as_ref())
+        .and_then(|c| c.vip_address.clone());
+    let mut v = ensure_port(scope, s, false, address.as_deref()).await?;
+    let Some(port_id) = v.port_id.clone() else {
+        return Ok(Step::Wait("VIP port has no ID".into()));
+    };
+    let spec = &scope.osc.spec;
+    let fip_wanted = spec.disable_api_server_floating_ip != Some(true)
+        && spec.disable_external_network != Some(true);
+    if fip_wanted && let Some(ext) = scope.status.external_network.clone() {
+        let fip = lb::ensure_api_floating_ip(
+            s,
+            &scope.owner,
+            spec,
+            &ext.id,
+            &port_id,
+            v.floating_ip.as_deref(),
+        )
+        .await?;
+        // Recorded before it is associated: a crash in between finds it again.
+        v.floating_ip = Some(fip.ip.clone());
+        v.floating_ip_id = Some(fip.id.clone());
+        record(scope, false, v.clone());
+        scope.flush().await?;
+        lb::associate_api_floating_ip(s, &fip, &port_id).await?;
+    }
+    let Some(host) = v.floating_ip.clone().or(v.vip.clone()) else {
+        return Ok(Step::Wait("VIP port has no address yet".into()));
+    };
+    let port = scope.osc.spec.api_server_port.unwrap_or(6443);
+    set_endpoint(
+        scope,
+        APIEndpoint {
+            host: Some(host),
+            port: Some(port),
+        },
+    )
+    .await?;
+    scope.set(API_ENDPOINT_READY, State::True);
+    scope.flush().await?;
+    Ok(Step::Done)
+}
+
+/// Ingress VIP in keepalived mode (port + optional floating IP). Octavia mode is reported by
+/// the caller's ExtensionsReady condition.
+pub(in crate::cluster) async fn reconcile_ingress(
+    scope: &mut Scope<'_>,
+    s: &Session,
+) -> Result<()> {
+    let Some(ingress) = spec(scope.osc)
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.ingress.clone())
+    else {
+        return Ok(());
+    };
+    if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
+        return Ok(());
+    }
+    let mut v = ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
+    if ingress.floating_ip == Some(true) {
+        let Some(ext) = scope.status.external_network.clone() else {
+            return Err(Error::InvalidSpec(
+                "spec.extensions.loadBalancers.ingress.floatingIP needs an external network".into(),
+            ));
+        };
+        let port_id = v.port_id.clone().unwrap_or_default();
+        let target = FipTarget {
+            purpose: Purpose::Ingress,
+            requested: None,
+            external_network_id: &ext.id,
+            port_id: &port_id,
+            recorded_ip: v.floating_ip.as_deref(),
+        };
+        let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
+        v.floating_ip = Some(fip.ip.clone());
+        v.floating_ip_id = Some(fip.id.clone());
+        record(scope, true, v);
+        scope.flush().await?;
+        lb::associate_api_floating_ip(s, &fip, &port_id).await?;
+    }
+    Ok(())
+}
+
+/// Delete the VIP ports and the ingress floating IP (the API floating IP is deleted with the
+/// cluster's other API floating IPs).
+pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    lb::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
+    for (purpose, ingress) in [(CONTROL_PLANE, false), (INGRESS, true)] {
+        let rec = recorded(scope, ingress);
+        vip_port::delete_vip_port(s, &scope.owner, purpose, rec.port_id.as_deref()).await?;
+    }
+    Ok(())
+}
