@@ -29,7 +29,10 @@ pub mod cidrs;
 pub mod floating_ip;
 pub mod members;
 
-pub use balancer::{ApiLoadBalancer, LbInputs, delete_api_load_balancer, ensure_api_load_balancer};
+pub use balancer::{
+    ApiLoadBalancer, LbInputs, delete_api_load_balancer, delete_load_balancer_named,
+    ensure_api_load_balancer,
+};
 pub use floating_ip::{
     ApiFloatingIp, FipTarget, Purpose, associate_api_floating_ip, delete_api_floating_ip,
     delete_floating_ips, ensure_api_floating_ip, ensure_floating_ip,

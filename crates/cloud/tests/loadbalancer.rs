@@ -93,6 +93,7 @@ fn inputs<'a>(
         bastion_ips: &[],
         router_ips: &c.router_ips,
         recorded_id: recorded,
+        name: None,
     }
 }
 

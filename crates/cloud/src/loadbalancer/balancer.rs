@@ -60,6 +60,10 @@ pub struct LbInputs<'a> {
     pub router_ips: &'a [String],
     /// `status.apiServerLoadBalancer.id`, when recorded.
     pub recorded_id: Option<&'a str>,
+    /// Name of the load balancer; `None` for the API load balancer's
+    /// `k8s-clusterapi-cluster-<ns>-<name>-kubeapi` (the BA/ACP ingress load balancer passes its
+    /// own).
+    pub name: Option<&'a str>,
 }
 
 /// The load balancer as reported to status.
@@ -138,6 +142,7 @@ pub fn lb_name(owner: &Owner) -> String {
 pub(crate) async fn find_lb(
     s: &Session,
     owner: &Owner,
+    name: &str,
     recorded: Option<&str>,
 ) -> Result<Option<LbWithRefs>> {
     if let Some(id) = recorded.filter(|i| !i.is_empty()) {
@@ -150,8 +155,7 @@ pub(crate) async fn find_lb(
             Err(e) => return Err(Error::api(format!("get loadbalancer {id}"), e)),
         }
     }
-    let name = lb_name(owner);
-    let found: Vec<LbWithRefs> = lbaas::list(s, LOAD_BALANCER, &ListFilter::by_name(&name))
+    let found: Vec<LbWithRefs> = lbaas::list(s, LOAD_BALANCER, &ListFilter::by_name(name))
         .await
         .ctx(|| format!("list loadbalancer {name:?}"))?;
     let alive = found
@@ -173,7 +177,8 @@ pub async fn ensure_api_load_balancer(
     let version = lbaas::api_version(s)
         .await
         .ctx(|| "discover Octavia".into())?;
-    let found = find_lb(s, owner, inp.recorded_id).await?;
+    let name = inp.name.map_or_else(|| lb_name(owner), str::to_owned);
+    let found = find_lb(s, owner, &name, inp.recorded_id).await?;
     let Some(found) = found else {
         let lb = create_lb(s, owner, inp, version >= TAGS_VERSION, version).await?;
         return Ok(report(
@@ -235,7 +240,7 @@ async fn create_lb(
     version: capo_openstack::ApiVersion,
 ) -> Result<LoadBalancer> {
     let lbs = lb_spec(inp.spec);
-    let name = lb_name(owner);
+    let name = inp.name.map_or_else(|| lb_name(owner), str::to_owned);
     let provider = match lbs.provider.as_deref().filter(|p| !p.is_empty()) {
         Some(p) => provider_if_exists(s, p).await?,
         None => None,
@@ -315,7 +320,17 @@ pub async fn delete_api_load_balancer(
     owner: &Owner,
     recorded: Option<&str>,
 ) -> Result<Progress> {
-    let found = match find_lb(s, owner, recorded).await {
+    delete_load_balancer_named(s, owner, &lb_name(owner), recorded).await
+}
+
+/// [`delete_api_load_balancer`] for the load balancer called `name`.
+pub async fn delete_load_balancer_named(
+    s: &Session,
+    owner: &Owner,
+    name: &str,
+    recorded: Option<&str>,
+) -> Result<Progress> {
+    let found = match find_lb(s, owner, name, recorded).await {
         Ok(Some(l)) => l.lb,
         Ok(None) => return Ok(Progress::Ready),
         Err(Error::ForeignResource { id, owner_tag, .. }) => {

@@ -2,6 +2,7 @@
 
 use capo_api::constants::condition_types::{API_ENDPOINT_READY, READY};
 use capo_api::v1beta1::{Initialization, OpenStackCluster};
+use capo_cloud::loadbalancer::Progress;
 use capo_openstack::Session;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -76,7 +77,15 @@ async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
     }
     reconcile_failure_domains(scope, &s).await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    super::extensions::reconcile_cloud(scope, &s).await?;
+    if let Progress::NotReady(why) = super::extensions::reconcile_cloud(scope, &s).await? {
+        return wait(
+            scope,
+            super::extensions::EXTENSIONS_READY,
+            "IngressNotReady",
+            why,
+        )
+        .await;
+    }
     if !scope.status.ready {
         scope
             .event(

@@ -75,7 +75,11 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Ac
     {
         return deleting(scope, why).await;
     }
-    super::extensions::cleanup(scope, &s).await?;
+    if let Progress::NotReady(why) | Progress::Failed(why) =
+        super::extensions::cleanup(scope, &s).await?
+    {
+        return deleting(scope, why).await;
+    }
     let spec = &scope.osc.spec;
     networking::delete_router(
         &s,

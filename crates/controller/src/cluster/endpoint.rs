@@ -71,6 +71,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
             .as_ref()
             .map(|r| r.id.as_str())
             .filter(|i| !i.is_empty()),
+        name: None,
     };
     let found = lb::ensure_api_load_balancer(s, &scope.owner, inputs).await?;
     let allowed = cidrs::allowed_cidrs(

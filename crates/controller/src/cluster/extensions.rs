@@ -15,6 +15,7 @@
 //!   bytes change; the `ExtensionsReady` condition names what is not resolved yet.
 
 pub(super) mod ansible;
+pub(super) mod ingress_lb;
 pub(super) mod ssh;
 pub(super) mod vars;
 pub(super) mod vips;
@@ -22,6 +23,7 @@ pub(super) mod vips;
 use capo_api::constants::{CLUSTER_NAME_LABEL, CLUSTERCTL_MOVE_LABEL};
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, OpenStackClusterExtensions};
 use capo_api::v1beta1::OpenStackCluster;
+use capo_cloud::loadbalancer::Progress;
 use capo_openstack::Session;
 use kube::ResourceExt;
 
@@ -69,13 +71,15 @@ pub(super) fn secret_labels(osc: &OpenStackCluster) -> std::collections::BTreeMa
 }
 
 /// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, ingress VIP.
-pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+/// `NotReady` while the ingress load balancer is being built.
+pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     if spec(scope.osc).is_none() {
-        return Ok(());
+        return Ok(Progress::Ready);
     }
     ssh::reconcile_ssh(scope, s).await?;
-    vips::reconcile_ingress(scope, s).await?;
-    scope.flush().await
+    let progress = vips::reconcile_ingress(scope, s).await?;
+    scope.flush().await?;
+    Ok(progress)
 }
 
 /// Kubernetes-side steps of every reconcile (also steady ones): status variables, the
@@ -89,9 +93,14 @@ pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Resu
     scope.flush().await
 }
 
-/// Delete what the extension created (VIP ports, ingress floating IP, key pair, Secrets).
-pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
-    vips::cleanup(scope, s).await?;
+/// Delete what the extension created (ingress load balancer and floating IP, VIP ports, key
+/// pair, Secrets); `NotReady` while Octavia deletes the ingress load balancer.
+pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
+    let progress = vips::cleanup(scope, s).await?;
+    if !progress.is_ready() {
+        return Ok(progress);
+    }
     ssh::cleanup(scope, s).await?;
-    ansible::cleanup(scope).await
+    ansible::cleanup(scope).await?;
+    Ok(Progress::Ready)
 }

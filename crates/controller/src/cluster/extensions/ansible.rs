@@ -8,7 +8,7 @@ use capo_ansible::{
     ClusterFacts, INVENTORY_KEY, VARS_KEY, render_inventory, render_vars, unresolved,
 };
 use capo_api::constants::CLUSTER_NAME_LABEL;
-use capo_api::extensions::{AnsibleStatus, LOAD_BALANCER_MODE_OCTAVIA};
+use capo_api::extensions::AnsibleStatus;
 use capo_api::names::ansible_secret_name;
 use capo_api::v1beta1::OpenStackMachine;
 use k8s_openapi::ByteString;
@@ -18,7 +18,7 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 
 use super::super::scope::Scope;
-use super::{EXTENSIONS_READY, cluster_name, secret_labels, spec};
+use super::{EXTENSIONS_READY, cluster_name, secret_labels};
 use crate::conditions::State;
 use crate::context::FIELD_MANAGER;
 use crate::error::{Error, KubeContext, Result};
@@ -57,17 +57,10 @@ pub(super) async fn reconcile_secret(scope: &mut Scope<'_>) -> Result<()> {
     let vars = render_vars(&facts).map_err(render_err)?;
     let inventory = render_inventory(&facts).map_err(render_err)?;
     write_secret(scope, &name, vars, inventory).await?;
-    let mut missing: Vec<String> = unresolved(&facts)
+    let missing: Vec<String> = unresolved(&facts)
         .into_iter()
         .map(|(var, why)| format!("{var}: {why}"))
         .collect();
-    let octavia_ingress = spec(scope.osc)
-        .and_then(|e| e.load_balancers.as_ref())
-        .and_then(|l| l.ingress.as_ref())
-        .is_some_and(|i| i.mode == LOAD_BALANCER_MODE_OCTAVIA);
-    if octavia_ingress {
-        missing.push("ingress_virtual_vip: ingress mode Octavia is not implemented by this build; use mode Keepalived".into());
-    }
     let state = if missing.is_empty() {
         State::True
     } else {

@@ -4,7 +4,7 @@
 use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
 use capo_api::v1beta1::APIEndpoint;
-use capo_cloud::loadbalancer::{self as lb, FipTarget, Purpose};
+use capo_cloud::loadbalancer::{self as lb, FipTarget, Progress, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
 
@@ -34,7 +34,7 @@ fn ipv4_subnet(scope: &Scope<'_>) -> Result<(String, String)> {
     Ok((net.id.clone(), subnet.id.clone()))
 }
 
-fn recorded(scope: &Scope<'_>, ingress: bool) -> VipStatus {
+pub(super) fn recorded(scope: &Scope<'_>, ingress: bool) -> VipStatus {
     scope
         .status
         .extensions
@@ -50,7 +50,7 @@ fn recorded(scope: &Scope<'_>, ingress: bool) -> VipStatus {
         .unwrap_or_default()
 }
 
-fn record(scope: &mut Scope<'_>, ingress: bool, v: VipStatus) {
+pub(super) fn record(scope: &mut Scope<'_>, ingress: bool, v: VipStatus) {
     let ext = scope.status.extensions.get_or_insert_with(Default::default);
     let lbs = ext.load_balancers.get_or_insert_with(Default::default);
     if ingress {
@@ -135,20 +135,20 @@ pub(in crate::cluster) async fn reconcile_control_plane(
     Ok(Step::Done)
 }
 
-/// Ingress VIP in keepalived mode (port + optional floating IP). Octavia mode is reported by
-/// the caller's ExtensionsReady condition.
+/// Ingress VIP: keepalived mode (port + optional floating IP) or Octavia mode (see
+/// [`super::ingress_lb`]); `Progress::NotReady` while Octavia works.
 pub(in crate::cluster) async fn reconcile_ingress(
     scope: &mut Scope<'_>,
     s: &Session,
-) -> Result<()> {
+) -> Result<Progress> {
     let Some(ingress) = spec(scope.osc)
         .and_then(|e| e.load_balancers.as_ref())
         .and_then(|l| l.ingress.clone())
     else {
-        return Ok(());
+        return Ok(Progress::Ready);
     };
     if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
-        return Ok(());
+        return super::ingress_lb::reconcile(scope, s, &ingress).await;
     }
     let mut v = ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
     if ingress.floating_ip == Some(true) {
@@ -172,16 +172,20 @@ pub(in crate::cluster) async fn reconcile_ingress(
         scope.flush().await?;
         lb::associate_api_floating_ip(s, &fip, &port_id).await?;
     }
-    Ok(())
+    Ok(Progress::Ready)
 }
 
-/// Delete the VIP ports and the ingress floating IP (the API floating IP is deleted with the
-/// cluster's other API floating IPs).
-pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+/// Delete the ingress floating IP and load balancer, then the VIP ports (the API floating IP
+/// is deleted with the cluster's other API floating IPs). `NotReady` while Octavia deletes.
+pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     lb::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
+    let progress = super::ingress_lb::cleanup(scope, s).await?;
+    if !progress.is_ready() {
+        return Ok(progress);
+    }
     for (purpose, ingress) in [(CONTROL_PLANE, false), (INGRESS, true)] {
         let rec = recorded(scope, ingress);
         vip_port::delete_vip_port(s, &scope.owner, purpose, rec.port_id.as_deref()).await?;
     }
-    Ok(())
+    Ok(Progress::Ready)
 }
