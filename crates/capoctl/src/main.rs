@@ -3,6 +3,7 @@
 mod cli;
 mod cloud_conf;
 mod clouds;
+mod demo;
 mod env;
 mod error;
 mod yaml;

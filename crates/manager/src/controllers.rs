@@ -10,7 +10,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Controller names this build runs, in start order (also shown by the demo).
-pub const CONTROLLERS: [&str; 1] = [capo_controller::cluster::CONTROLLER];
+pub const CONTROLLERS: [&str; 3] = [
+    capo_controller::cluster::CONTROLLER,
+    capo_controller::machine::CONTROLLER,
+    capo_controller::server::CONTROLLER,
+];
 
 /// What every controller is built from.
 #[derive(Clone)]
@@ -65,10 +69,19 @@ pub fn spawn_all(
     concurrency: Concurrency,
     stop: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
-    // Machine/server controllers plug in here, each with `shared.context(concurrency.machine)`.
-    let _machine = concurrency.machine;
-    vec![tokio::spawn(capo_controller::cluster::run(
-        shared.context(concurrency.cluster),
-        until(stop.clone()),
-    ))]
+    // Upstream's --openstackmachine-concurrency also applies to OpenStackServers.
+    vec![
+        tokio::spawn(capo_controller::cluster::run(
+            shared.context(concurrency.cluster),
+            until(stop.clone()),
+        )),
+        tokio::spawn(capo_controller::machine::run(
+            shared.context(concurrency.machine),
+            until(stop.clone()),
+        )),
+        tokio::spawn(capo_controller::server::run(
+            shared.context(concurrency.machine),
+            until(stop.clone()),
+        )),
+    ]
 }

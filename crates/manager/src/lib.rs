@@ -19,9 +19,10 @@ pub mod logging;
 pub mod manager;
 pub mod process_metrics;
 
+pub use capo_controller::Options as ControllerOptions;
 pub use error::{Error, Result};
 pub use flags::Flags;
-pub use manager::run;
+pub use manager::{run, run_with};
 
 /// A future resolving on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is
 /// called, so signals arriving before the future is polled are not lost.

@@ -21,11 +21,24 @@ use crate::error::{Error, Result};
 use crate::flags::Flags;
 use crate::leader::{self, Elector, LeaderConfig, LeaderState};
 
-/// How long shutdown waits for in-flight reconciles before giving up on them.
-const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long shutdown waits for in-flight reconciles before giving up on them. Reconciles never
+/// wait on OpenStack, so they finish well within this. It also bounds a kube-runtime quirk: a
+/// controller stopped before its first list completed waits for a store that never becomes
+/// ready, so it only ends when aborted here.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Run the manager with `flags` until `shutdown` completes (or leadership is lost).
 pub async fn run(flags: Flags, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    run_with(flags, |_| {}, shutdown).await
+}
+
+/// [`run`], with the controller options adjusted by `tune` after the flags were applied (the
+/// demo shortens requeue delays to the simulator's fast state transitions).
+pub async fn run_with(
+    flags: Flags,
+    tune: impl FnOnce(&mut Options),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     flags.validate()?;
     capo_openstack::tls::ensure_crypto_provider();
     let config = kube_config(&flags).await?;
@@ -41,20 +54,17 @@ pub async fn run(flags: Flags, shutdown: impl Future<Output = ()> + Send + 'stat
     metrics.register(&mut registry);
     let api_metrics = ApiMetrics::register(&mut registry);
     crate::process_metrics::register(&mut registry);
-    let registry = Arc::new(registry);
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let ready = Readiness::default();
-    let servers = start_servers(&flags, &ready, registry, &stop_rx).await?;
+    let servers = start_servers(&flags, &ready, Arc::new(registry), &stop_rx).await?;
+    let mut options = controller_options(&flags);
+    tune(&mut options);
     let shared = Shared {
         client: client.clone(),
         sessions: Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
-        options: controller_options(&flags),
+        options,
         metrics,
-    };
-    let concurrency = Concurrency {
-        cluster: flags.openstackcluster_concurrency,
-        machine: flags.openstackmachine_concurrency,
     };
     let gates = flags.feature_gates()?;
     tracing::info!(?gates, namespace = ?flags.namespace, watch_filter = ?flags.watch_filter, "starting");
@@ -66,50 +76,25 @@ pub async fn run(flags: Flags, shutdown: impl Future<Output = ()> + Send + 'stat
         tracing::info!("shutdown requested");
         let _ = signal_tx.send(true);
     });
-
-    let (state_tx, mut state_rx) = watch::channel(LeaderState::Unknown);
-    let elector = if flags.leader_elect {
-        let cfg = leader_config(&flags, &config);
-        tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity, "leader election enabled");
-        Some(Elector::new(client.clone(), cfg))
+    let (state_tx, state_rx) = watch::channel(LeaderState::Unknown);
+    let election = if flags.leader_elect {
+        Some(start_election(
+            &flags,
+            &config,
+            client,
+            state_tx,
+            stop_rx.clone(),
+        ))
     } else {
         state_tx.send_replace(LeaderState::Leader);
         None
     };
-    let election = elector.map(|mut e| {
-        let stop = stop_rx.clone();
-        let state_tx = state_tx.clone();
-        tokio::spawn(async move {
-            let out = e.run(&state_tx, stop).await;
-            (e, out)
-        })
-    });
-
-    // Ready once the leadership is known (leader or follower): probes and webhooks work in
-    // both, as in controller-runtime.
-    tokio::select! {
-        _ = wait_state(&mut state_rx, |s| *s != LeaderState::Unknown) => {}
-        () = wait_stop(stop_rx.clone()) => {}
-    }
-    ready.set(true);
-
-    let tasks = tokio::select! {
-        leading = wait_state(&mut state_rx, |s| matches!(s, LeaderState::Leader | LeaderState::Lost)) => {
-            if leading == LeaderState::Leader {
-                tracing::info!(controllers = ?controllers::CONTROLLERS, "starting controllers");
-                controllers::spawn_all(&shared, concurrency, &stop_rx)
-            } else {
-                Vec::new()
-            }
-        }
-        () = wait_stop(stop_rx.clone()) => Vec::new(),
+    let concurrency = Concurrency {
+        cluster: flags.openstackcluster_concurrency,
+        machine: flags.openstackmachine_concurrency,
     };
+    let tasks = lead(&shared, concurrency, &ready, state_rx, &stop_rx).await;
 
-    // Run until stopped or the lease is lost; either way the controllers stop.
-    tokio::select! {
-        () = wait_stop(stop_rx.clone()) => {}
-        _ = wait_state(&mut state_rx, |s| *s == LeaderState::Lost) => {}
-    }
     let _ = stop_tx.send(true);
     ready.set(false);
     stop_tasks("controller", tasks).await;
@@ -122,14 +107,69 @@ pub async fn run(flags: Flags, shutdown: impl Future<Output = ()> + Send + 'stat
     outcome
 }
 
+type Election = JoinHandle<(Elector, Result<()>)>;
+
+/// Start the elector; it publishes on `state` until `stop`.
+fn start_election(
+    flags: &Flags,
+    config: &Config,
+    client: Client,
+    state: watch::Sender<LeaderState>,
+    stop: watch::Receiver<bool>,
+) -> Election {
+    let cfg = leader_config(flags, config);
+    tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %cfg.identity, "leader election enabled");
+    let mut elector = Elector::new(client, cfg);
+    tokio::spawn(async move {
+        let out = elector.run(&state, stop).await;
+        // Keep the sender until the elector is done, so waiters see its last state.
+        drop(state);
+        (elector, out)
+    })
+}
+
+/// Mark ready once the leadership is known, start the controllers when leading, and return
+/// their tasks once the manager must stop (stop flag, or the lease was lost).
+async fn lead(
+    shared: &Shared,
+    concurrency: Concurrency,
+    ready: &Readiness,
+    mut state_rx: watch::Receiver<LeaderState>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
+    // Probes and webhooks work for leaders and followers alike, as in controller-runtime.
+    tokio::select! {
+        _ = wait_state(&mut state_rx, |s| *s != LeaderState::Unknown) => {}
+        () = wait_stop(stop_rx.clone()) => return Vec::new(),
+    }
+    ready.set(true);
+    let tasks = tokio::select! {
+        leading = wait_state(&mut state_rx, |s| matches!(s, LeaderState::Leader | LeaderState::Lost)) => {
+            if leading != LeaderState::Leader {
+                return Vec::new();
+            }
+            tracing::info!(controllers = ?controllers::CONTROLLERS, "starting controllers");
+            controllers::spawn_all(shared, concurrency, stop_rx)
+        }
+        () = wait_stop(stop_rx.clone()) => return Vec::new(),
+    };
+    tokio::select! {
+        () = wait_stop(stop_rx.clone()) => {}
+        _ = wait_state(&mut state_rx, |s| *s == LeaderState::Lost) => {}
+    }
+    tasks
+}
+
 /// The first state satisfying `pred`; never resolves once the elector is gone (without
 /// leader election the state stays `Leader` for good).
 async fn wait_state(
     rx: &mut watch::Receiver<LeaderState>,
     pred: impl FnMut(&LeaderState) -> bool,
 ) -> LeaderState {
-    match rx.wait_for(pred).await {
-        Ok(s) => s.clone(),
+    // Clone out of the borrow before any other await: the guard is not Send.
+    let state = rx.wait_for(pred).await.map(|s| s.clone());
+    match state {
+        Ok(s) => s,
         Err(_) => std::future::pending().await,
     }
 }
@@ -140,7 +180,7 @@ async fn wait_stop(mut rx: watch::Receiver<bool>) {
 }
 
 /// Wait for the elector to stop, then release the Lease (controllers are stopped by now).
-async fn finish_election(handle: JoinHandle<(Elector, Result<()>)>) -> Result<()> {
+async fn finish_election(handle: Election) -> Result<()> {
     let Ok((mut elector, out)) = handle.await else {
         return Ok(());
     };
