@@ -40,7 +40,7 @@ use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, Machine};
@@ -95,30 +95,36 @@ pub async fn run(
                 })
         })
         .watches(clusters, wc, move |osc: OpenStackCluster| {
-            // Every machine of the cluster: readiness, network and load balancer changes.
-            let ns = osc.namespace();
-            let cluster = osc.labels().get(CLUSTER_NAME_LABEL).cloned().or_else(|| {
-                osc.owner_references()
-                    .iter()
-                    .find(|r| r.kind == "Cluster")
-                    .map(|r| r.name.clone())
-            });
-            store
-                .state()
-                .into_iter()
-                .filter(|m| {
-                    m.namespace() == ns
-                        && cluster.is_some()
-                        && m.labels().get(CLUSTER_NAME_LABEL) == cluster.as_ref()
-                })
-                .map(|m| ObjectRef::from_obj(&*m))
-                .collect::<Vec<_>>()
+            machines_of_cluster(&store, &osc)
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// Every machine of the cluster of `osc` (its readiness, network and load balancer changes
+/// matter to them all).
+fn machines_of_cluster(
+    store: &Store<OpenStackMachine>,
+    osc: &OpenStackCluster,
+) -> Vec<ObjectRef<OpenStackMachine>> {
+    let ns = osc.namespace();
+    let Some(cluster) = osc.labels().get(CLUSTER_NAME_LABEL).cloned().or_else(|| {
+        osc.owner_references()
+            .iter()
+            .find(|r| r.kind == "Cluster")
+            .map(|r| r.name.clone())
+    }) else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .into_iter()
+        .filter(|m| m.namespace() == ns && m.labels().get(CLUSTER_NAME_LABEL) == Some(&cluster))
+        .map(|m| ObjectRef::from_obj(&*m))
+        .collect()
 }
 
 /// One reconcile of an OpenStackMachine (public for tests that drive reconciles directly).

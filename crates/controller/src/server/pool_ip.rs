@@ -77,6 +77,17 @@ pub(super) async fn ensure(
     else {
         return Ok(Err(format!("IPAddress {address_name} has no address yet")));
     };
+    if !associate(s, address, port_id).await? {
+        return Ok(Err(format!(
+            "floating IP {address} of pool {} not found",
+            pool.name
+        )));
+    }
+    Ok(Ok(address.to_owned()))
+}
+
+/// Put the floating IP `address` on `port_id`; false when no such floating IP exists.
+async fn associate(s: &Session, address: &str, port_id: &str) -> Result<bool> {
     let f = ListFilter::default().with("floating_ip_address", address);
     let found: Vec<FloatingIp> =
         net::list(s, FLOATING_IP, &f)
@@ -86,10 +97,7 @@ pub(super) async fn ensure(
                 source,
             })?;
     let Some(fip) = found.into_iter().next() else {
-        return Ok(Err(format!(
-            "floating IP {address} of pool {} not found",
-            pool.name
-        )));
+        return Ok(false);
     };
     if fip.port_id.as_deref() != Some(port_id) {
         let req = net::set_floating_ip_port_request(&fip.id, Some(port_id), None);
@@ -101,7 +109,7 @@ pub(super) async fn ensure(
                     source,
                 })?;
     }
-    Ok(Ok(address.to_owned()))
+    Ok(true)
 }
 
 async fn create_claim(

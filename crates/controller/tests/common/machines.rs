@@ -52,6 +52,24 @@ pub fn start(h: &Harness) -> Controllers {
     Controllers { stop: tx, tasks }
 }
 
+/// Start only the machine and server controllers (to measure their requests alone, once the
+/// cluster is ready).
+pub fn start_machine_controllers(h: &Harness) -> Controllers {
+    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let tasks = vec![
+        tokio::spawn(capo_controller::machine::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )),
+        tokio::spawn(capo_controller::server::run(ctx, shutdown(rx))),
+    ];
+    Controllers { stop: tx, tasks }
+}
+
 /// Cluster with a managed network and the API load balancer.
 pub const CLUSTER_LB: &str = "identityRef:
   name: cloud-config
