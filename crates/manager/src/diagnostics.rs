@@ -99,20 +99,24 @@ pub async fn serve_http(
     }
 }
 
-/// A TLS acceptor with a fresh self-signed certificate for `localhost` and the bound IP.
-pub fn self_signed_acceptor(addr: SocketAddr) -> Result<TlsAcceptor> {
+/// A TLS acceptor with a fresh self-signed certificate for `localhost` and the bound IP, and
+/// that certificate (so a client, e.g. a test, can trust it).
+pub fn self_signed_acceptor(
+    addr: SocketAddr,
+) -> Result<(TlsAcceptor, rustls_pki_types::CertificateDer<'static>)> {
     let names = vec!["localhost".to_owned(), addr.ip().to_string()];
     let cert = rcgen::generate_simple_self_signed(names).map_err(|e| Error::Tls(e.to_string()))?;
     let key = rustls_pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let der = cert.cert.der().clone();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| Error::Tls(e.to_string()))?
         .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .with_single_cert(vec![der.clone()], key)
         .map_err(|e| Error::Tls(e.to_string()))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    Ok((TlsAcceptor::from(Arc::new(config)), der))
 }
 
 /// Serve `app` over HTTPS until `shutdown` (open scrapes are dropped at shutdown: a scrape
@@ -154,5 +158,49 @@ pub async fn serve_https(
                 tracing::debug!(%peer, error = %e, "diagnostics connection ended with an error");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn metrics_over_https_with_the_self_signed_certificate() {
+        let mut registry = Registry::default();
+        crate::process_metrics::register(&mut registry);
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (acceptor, cert) = self_signed_acceptor(addr).unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let app = metrics_router(Arc::new(registry));
+        let server = tokio::spawn(serve_https(listener, acceptor, app, async move {
+            let _ = rx.await;
+        }));
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut body = String::new();
+        let _ = tls.read_to_string(&mut body).await;
+        assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+        assert!(body.contains("process_start_time_seconds"), "{body}");
+        assert!(body.contains(OPENMETRICS), "{body}");
+
+        let _ = tx.send(());
+        server.await.unwrap();
     }
 }

@@ -311,6 +311,20 @@ mod tests {
         assert_eq!(f.namespace.as_deref(), Some("capo-system"));
         assert_eq!(f.feature_gates().unwrap().get("PriorityQueue"), Some(&true));
         assert_eq!(f.log_format, LogFormat::Json);
+        // config/manager/manager.yaml's arguments, rendered with the default variables.
+        let f = parse(&[
+            "--leader-elect",
+            "--v=2",
+            "--diagnostics-address=127.0.0.1:8080",
+            "--insecure-diagnostics=true",
+            "--feature-gates=PriorityQueue=false,AutoScaleFromZero=false",
+        ]);
+        assert!(f.insecure_diagnostics);
+        assert_eq!(
+            f.diagnostics_addr().unwrap(),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        f.validate().unwrap();
         let f = parse(&["--leader-elect=false", "--insecure-diagnostics", "-v", "4"]);
         assert!(!f.leader_elect && f.insecure_diagnostics);
         assert_eq!(f.verbosity, 4);

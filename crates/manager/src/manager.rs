@@ -230,7 +230,7 @@ async fn start_servers(
             tracing::info!(addr = %bound, "serving /metrics over HTTP");
             tokio::spawn(diagnostics::serve_http(listener, app, until(stop.clone())))
         } else {
-            let acceptor = diagnostics::self_signed_acceptor(bound)?;
+            let (acceptor, _) = diagnostics::self_signed_acceptor(bound)?;
             tracing::info!(addr = %bound, "serving /metrics over HTTPS (self-signed certificate)");
             tokio::spawn(diagnostics::serve_https(
                 listener,
