@@ -44,6 +44,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, Machine};
+use crate::cluster::PAUSED_CONDITION;
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
@@ -148,7 +149,8 @@ async fn reconcile_inner(osm: &OpenStackMachine, ctx: &Context) -> Result<Action
         .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
         .unwrap_or_default();
     let cluster = get_opt::<Cluster>(ctx, &ns, &cluster_name).await?;
-    if cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(osm) {
+    let paused = cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(osm);
+    if set_paused(&api, osm, paused).await? {
         tracing::debug!(name = %osm.name_any(), "paused");
         return Ok(Action::await_change());
     }
@@ -223,6 +225,29 @@ async fn reconcile_inner(osm: &OpenStackMachine, ctx: &Context) -> Result<Action
         control_plane,
     };
     apply::apply(&mut scope, &inputs).await
+}
+
+/// Record pause in the `Paused` condition (written only when it changes); true when paused
+/// (nothing else may happen).
+async fn set_paused(
+    api: &Api<OpenStackMachine>,
+    osm: &OpenStackMachine,
+    paused: bool,
+) -> Result<bool> {
+    let mut status = osm.status.clone().unwrap_or_default();
+    let current =
+        crate::conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
+    if current == Some(paused) || (current.is_none() && !paused) {
+        return Ok(paused);
+    }
+    let state = if paused {
+        State::True
+    } else {
+        State::info("NotPaused", "")
+    };
+    crate::conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
+    crate::status::apply_status(api, &osm.name_any(), &status).await?;
+    Ok(paused)
 }
 
 /// Record a wait on InstanceReady and Ready; the watches (Machine, OpenStackCluster) wake the

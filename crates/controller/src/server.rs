@@ -46,6 +46,7 @@ use kube::{Api, ResourceExt};
 pub use cache::LookupCache;
 
 use crate::capi::Cluster;
+use crate::cluster::PAUSED_CONDITION;
 use crate::context::Context;
 use crate::error::{Error, KubeContext, Result};
 use crate::runtime::{
@@ -103,7 +104,8 @@ async fn reconcile_inner(oss: &OpenStackServer, sctx: &ServerContext) -> Result<
     let ctx = &sctx.ctx;
     let ns = oss.namespace().unwrap_or_default();
     let api: Api<OpenStackServer> = Api::namespaced(ctx.client.clone(), &ns);
-    if has_paused_annotation(oss) || cluster_paused(ctx, oss).await? {
+    let paused = has_paused_annotation(oss) || cluster_paused(ctx, oss).await?;
+    if set_paused(&api, oss, paused).await? {
         tracing::debug!(name = %oss.name_any(), "paused");
         return Ok(Action::await_change());
     }
@@ -124,6 +126,28 @@ async fn reconcile_inner(oss: &OpenStackServer, sctx: &ServerContext) -> Result<
         return Ok(Action::await_change());
     }
     apply::apply(&mut scope).await
+}
+
+/// Record pause in the `Paused` condition (written only when it changes); true when paused.
+async fn set_paused(
+    api: &Api<OpenStackServer>,
+    oss: &OpenStackServer,
+    paused: bool,
+) -> Result<bool> {
+    let mut status = oss.status.clone().unwrap_or_default();
+    let current =
+        crate::conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
+    if current == Some(paused) || (current.is_none() && !paused) {
+        return Ok(paused);
+    }
+    let state = if paused {
+        crate::conditions::State::True
+    } else {
+        crate::conditions::State::info("NotPaused", "")
+    };
+    crate::conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
+    crate::status::apply_status(api, &oss.name_any(), &status).await?;
+    Ok(paused)
 }
 
 /// The Cluster named by the `cluster.x-k8s.io/cluster-name` label is paused.
