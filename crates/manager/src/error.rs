@@ -49,12 +49,12 @@ pub enum Error {
     Webhook(#[from] capo_webhook::Error),
     /// This replica held the leader lease and could not renew it in time; another replica may
     /// take over, so this one stops (as every controller-runtime manager does).
-    #[error("leader election lost: lease {lease} not renewed within {deadline_secs} s")]
+    #[error("leader election lost: lease {lease} {reason}")]
     LeaderLost {
         /// `namespace/name` of the Lease.
         lease: String,
-        /// The renew deadline.
-        deadline_secs: u64,
+        /// What happened (taken by another replica, or not renewed in time).
+        reason: String,
     },
     /// Installing the signal handlers failed.
     #[error("installing signal handlers: {0}")]

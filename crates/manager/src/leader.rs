@@ -117,49 +117,48 @@ impl Elector {
     ) -> Result<()> {
         let mut last_renew = Instant::now();
         loop {
-            let attempt = match tokio::time::timeout(self.config.renew_deadline, self.try_once())
-                .await
-            {
-                Ok(Ok(a)) => a,
-                Ok(Err(e)) => {
-                    tracing::warn!(lease = %self.lease_ref(), error = %e, "leader election attempt failed");
-                    Attempt::Conflict
-                }
-                Err(_) => Attempt::Conflict,
-            };
-            let next = match (&attempt, self.leading) {
-                (Attempt::Acquired, _) => {
-                    last_renew = Instant::now();
-                    LeaderState::Leader
-                }
-                (Attempt::HeldBy(other), true) => {
-                    tracing::error!(lease = %self.lease_ref(), holder = %other, "another replica holds the lease");
-                    LeaderState::Lost
-                }
-                (Attempt::Conflict, true) if last_renew.elapsed() < self.config.renew_deadline => {
-                    LeaderState::Leader
-                }
-                (Attempt::Conflict, true) => LeaderState::Lost,
-                (Attempt::HeldBy(other), false) => LeaderState::Follower(other.clone()),
-                (Attempt::Conflict, false) => match state.borrow().clone() {
-                    LeaderState::Unknown => LeaderState::Follower(String::new()),
-                    s => s,
-                },
-            };
-            self.publish(state, next.clone());
-            if next == LeaderState::Lost {
-                self.leading = false;
-                return Err(Error::LeaderLost {
-                    lease: self.lease_ref(),
-                    deadline_secs: self.config.renew_deadline.as_secs(),
-                });
+            let attempt = self.attempt().await;
+            if attempt == Attempt::Acquired {
+                last_renew = Instant::now();
             }
+            let current = state.borrow().clone();
+            let next = transition(
+                &attempt,
+                self.leading,
+                last_renew.elapsed(),
+                self.config.renew_deadline,
+                &current,
+            );
+            let next = match next {
+                Ok(next) => next,
+                Err(reason) => {
+                    self.publish(state, LeaderState::Lost);
+                    self.leading = false;
+                    return Err(Error::LeaderLost {
+                        lease: self.lease_ref(),
+                        reason,
+                    });
+                }
+            };
             self.leading = next == LeaderState::Leader;
+            self.publish(state, next);
             let wait = self.wait_time();
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 _ = stop.wait_for(|s| *s) => return Ok(()),
             }
+        }
+    }
+
+    /// One attempt, bounded by the renew deadline; API errors count as a lost race.
+    async fn attempt(&mut self) -> Attempt {
+        match tokio::time::timeout(self.config.renew_deadline, self.try_once()).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                tracing::warn!(lease = %self.lease_ref(), error = %e, "leader election attempt failed");
+                Attempt::Conflict
+            }
+            Err(_) => Attempt::Conflict,
         }
     }
 
@@ -292,6 +291,31 @@ impl Elector {
     }
 }
 
+/// The state after an attempt, or `Err(reason)` when a leader lost the lease: another holder
+/// appeared, or no renewal succeeded for `renew_deadline`.
+fn transition(
+    attempt: &Attempt,
+    leading: bool,
+    since_renew: Duration,
+    renew_deadline: Duration,
+    current: &LeaderState,
+) -> std::result::Result<LeaderState, String> {
+    match (attempt, leading) {
+        (Attempt::Acquired, _) => Ok(LeaderState::Leader),
+        (Attempt::HeldBy(other), true) => Err(format!("taken over by {other}")),
+        (Attempt::Conflict, true) if since_renew < renew_deadline => Ok(LeaderState::Leader),
+        (Attempt::Conflict, true) => Err(format!(
+            "not renewed within {} s",
+            renew_deadline.as_secs_f64()
+        )),
+        (Attempt::HeldBy(other), false) => Ok(LeaderState::Follower(other.clone())),
+        (Attempt::Conflict, false) => Ok(match current {
+            LeaderState::Unknown => LeaderState::Follower(String::new()),
+            s => s.clone(),
+        }),
+    }
+}
+
 /// A write that lost a race (409) is not an error: someone else wrote first.
 fn conflict_is_ok(r: kube::Result<Lease>) -> kube::Result<Attempt> {
     match r {
@@ -308,4 +332,91 @@ fn rand_fraction() -> f64 {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     f64::from(nanos % 1000) / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEADLINE: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn leader_keeps_leading_through_conflicts_until_the_deadline() {
+        let t = |a: Attempt, since: u64| {
+            transition(
+                &a,
+                true,
+                Duration::from_secs(since),
+                DEADLINE,
+                &LeaderState::Leader,
+            )
+        };
+        assert_eq!(t(Attempt::Acquired, 0), Ok(LeaderState::Leader));
+        assert_eq!(t(Attempt::Conflict, 9), Ok(LeaderState::Leader));
+        assert!(
+            t(Attempt::Conflict, 10)
+                .unwrap_err()
+                .contains("not renewed within 10 s")
+        );
+        assert_eq!(
+            t(Attempt::HeldBy("b".into()), 1),
+            Err("taken over by b".to_owned())
+        );
+    }
+
+    #[test]
+    fn follower_reports_the_holder() {
+        let t = |a: Attempt, current: LeaderState| {
+            transition(&a, false, Duration::ZERO, DEADLINE, &current)
+        };
+        assert_eq!(
+            t(Attempt::HeldBy("a".into()), LeaderState::Unknown),
+            Ok(LeaderState::Follower("a".into()))
+        );
+        assert_eq!(
+            t(Attempt::Conflict, LeaderState::Unknown),
+            Ok(LeaderState::Follower(String::new()))
+        );
+        assert_eq!(
+            t(Attempt::Conflict, LeaderState::Follower("a".into())),
+            Ok(LeaderState::Follower("a".into()))
+        );
+        assert_eq!(
+            t(Attempt::Acquired, LeaderState::Follower("a".into())),
+            Ok(LeaderState::Leader)
+        );
+    }
+
+    fn elector(identity: &str) -> Elector {
+        // A client that is never used: `record` is pure.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        Elector::new(
+            client,
+            LeaderConfig {
+                namespace: "ns".into(),
+                name: LEASE_NAME.into(),
+                identity: identity.into(),
+                lease_duration: Duration::from_secs(15),
+                renew_deadline: DEADLINE,
+                retry_period: Duration::from_secs(2),
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn record_counts_transitions_only_on_a_new_holder() {
+        let now = MicroTime(Timestamp::now());
+        let e = elector("me");
+        let first = e.record(None, now.clone());
+        assert_eq!(first.holder_identity.as_deref(), Some("me"));
+        assert_eq!(first.lease_duration_seconds, Some(15));
+        assert_eq!(first.lease_transitions, Some(0));
+        let renewed = e.record(Some(&first), now.clone());
+        assert_eq!(renewed.lease_transitions, Some(0));
+        assert_eq!(renewed.acquire_time, first.acquire_time);
+        let taken = elector("other").record(Some(&renewed), now);
+        assert_eq!(taken.holder_identity.as_deref(), Some("other"));
+        assert_eq!(taken.lease_transitions, Some(1));
+    }
 }

@@ -305,3 +305,49 @@ async fn startup_errors_exit_non_zero_with_a_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("webhook"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_that_loses_its_lease_stops_with_an_error() {
+    let env = capo_testkit::shared_env().await.expect("test environment");
+    let ns = env.new_namespace("lost").await.unwrap();
+    let leases: Api<Lease> = Api::namespaced(env.client(), &ns);
+    let args = [
+        "--leader-elect".to_owned(),
+        format!("--leader-elect-namespace={ns}"),
+        format!("--namespace={ns}"),
+        "--leader-elect-lease-duration=4s".to_owned(),
+        "--leader-elect-renew-deadline=3s".to_owned(),
+        "--leader-elect-retry-period=500ms".to_owned(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut m = Manager::start(env.kubeconfig_path(), &args);
+    m.wait_ok("/readyz", 60).await;
+    wait_holder(&leases, "acquired", |h| !h.is_empty()).await;
+
+    // Another replica (here: the test) takes the lease over, as after a network partition.
+    let mut lease = leases.get(LEASE).await.unwrap();
+    let spec = lease.spec.as_mut().unwrap();
+    spec.holder_identity = Some("intruder".to_owned());
+    spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    leases
+        .replace(LEASE, &Default::default(), &lease)
+        .await
+        .unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = m.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the manager kept running without its lease"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status.code(), Some(1), "a lost lease is an error exit");
+    // It did not release a lease it no longer holds.
+    assert_eq!(holder(&leases).await.as_deref(), Some("intruder"));
+}
