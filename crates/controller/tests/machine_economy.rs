@@ -21,6 +21,13 @@ fn take(h: &Harness) -> Vec<String> {
     r
 }
 
+fn writes(reqs: &[String]) -> Vec<&str> {
+    reqs.iter()
+        .map(String::as_str)
+        .filter(|r| !r.starts_with("GET "))
+        .collect()
+}
+
 fn report(what: &str, reqs: &[String]) {
     let writes = reqs.iter().filter(|r| !r.starts_with("GET ")).count();
     println!("{what}: {} requests, {writes} writes", reqs.len());
@@ -68,6 +75,15 @@ async fn golden_counts_of_machine_create_steady_delete() {
     settle().await;
     let worker = take(&h);
     report("worker create (warm)", &worker);
+    assert_eq!(
+        writes(&worker),
+        [
+            "POST /network/v2.0/ports",
+            "PUT /network/v2.0/ports/{id}/tags",
+            "POST /compute/v2.1/servers",
+        ],
+        "worker create writes"
+    );
 
     create_machine(&h, "c1", "cp-0", true, MACHINE).await;
     wait_machine_ready(&h, "cp-0").await;
@@ -93,7 +109,16 @@ async fn golden_counts_of_machine_create_steady_delete() {
     delete_machine(&h, "w-1").await;
     wait_machine_gone(&h, "w-1", 60).await;
     settle().await;
-    report("worker delete", &take(&h));
+    let delete = take(&h);
+    report("worker delete", &delete);
+    assert_eq!(
+        writes(&delete),
+        [
+            "DELETE /compute/v2.1/servers/{id}",
+            "DELETE /network/v2.0/ports/{id}",
+        ],
+        "worker delete writes"
+    );
     delete_machine(&h, "cp-0").await;
     wait_machine_gone(&h, "cp-0", 60).await;
     settle().await;
