@@ -248,3 +248,39 @@ async fn a_stopped_server_makes_the_machine_not_ready_until_it_runs_again() {
     delete_machine(&h, "w-s").await;
     wait_machine_gone(&h, "w-s", 60).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_exceeded_on_create_is_reported_and_retried() {
+    let h = Harness::new("quota").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    let quota: FaultSpec = serde_json::from_value(serde_json::json!({
+        "method": "POST",
+        "path_regex": "/servers$",
+        "status": 403,
+        "count": 2,
+        "body": {"forbidden": {"code": 403, "message": "Quota exceeded for instances: Requested 1, but already used 10 of 10 instances"}},
+    }))
+    .unwrap();
+    h.sim.control().add_faults(vec![quota]).unwrap();
+    create_machine(&h, "c1", "w-q", false, MACHINE).await;
+    let seen = AtomicBool::new(false);
+    wait_machine(&h, "w-q", 60, "ready after quota errors", |m| {
+        let st = m.status.clone().unwrap_or_default();
+        if conditions::get(&st.conditions, "InstanceReady")
+            .and_then(|c| c.message.as_deref())
+            .is_some_and(|msg| msg.contains("Quota exceeded for instances"))
+        {
+            seen.store(true, Ordering::SeqCst);
+        }
+        st.ready == Some(true)
+    })
+    .await;
+    assert!(
+        seen.load(Ordering::SeqCst),
+        "the cloud's quota message was reported"
+    );
+    assert!(h.sim.control().faults().is_empty());
+    assert_eq!(counts(&h, "w-q"), [1, 1, 0]);
+}

@@ -330,13 +330,7 @@ async fn pool_address(
 /// (SHUTOFF, SUSPENDED, ... of a server that was running) is reported as a warning and
 /// re-checked on the slow backoff.
 async fn not_ready(scope: &mut Scope<'_>, id: String, reason: String) -> Result<Action> {
-    // `capo_cloud::instance` words the reason `server <name> is <STATE>`.
-    let state = reason
-        .rsplit(' ')
-        .next()
-        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-        .unwrap_or("BUILD")
-        .to_owned();
+    let state = state_of(&reason);
     scope.status.instance_id = Some(id);
     scope.status.ready = false;
     if state == "BUILD" {
@@ -348,6 +342,17 @@ async fn not_ready(scope: &mut Scope<'_>, id: String, reason: String) -> Result<
     scope.set_instance(State::warning(INSTANCE_NOT_READY, reason));
     scope.flush().await?;
     Ok(Action::requeue(scope.ctx.options.slow_retry))
+}
+
+/// The Nova state in a NotReady reason: `capo_cloud::instance` words it `server <name> is
+/// <STATE>`; anything else is a build in progress.
+fn state_of(reason: &str) -> String {
+    reason
+        .rsplit(' ')
+        .next()
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .unwrap_or("BUILD")
+        .to_owned()
 }
 
 async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
@@ -421,4 +426,42 @@ async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
         )
         .await;
     Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_from_reasons() {
+        assert_eq!(state_of("server m-1 is SHUTOFF"), "SHUTOFF");
+        assert_eq!(state_of("server m-1 is BUILD"), "BUILD");
+        assert_eq!(state_of("server m-1 is VERIFY_RESIZE"), "VERIFY_RESIZE");
+        assert_eq!(state_of("volume m-1-root is creating"), "BUILD");
+    }
+
+    #[test]
+    fn addresses_fixed_floating_and_dns() {
+        let server: Server = serde_json::from_value(serde_json::json!({
+            "id": "s1",
+            "name": "m-1",
+            "status": "ACTIVE",
+            "addresses": {"net": [
+                {"addr": "10.0.0.5", "version": 4, "OS-EXT-IPS:type": "fixed"},
+                {"addr": "172.24.4.9", "version": 4, "OS-EXT-IPS:type": "floating"},
+            ]},
+        }))
+        .unwrap();
+        let got: Vec<(String, String)> = addresses(&server)
+            .into_iter()
+            .map(|a| (a.r#type, a.address))
+            .collect();
+        let want = [
+            ("InternalIP", "10.0.0.5"),
+            ("ExternalIP", "172.24.4.9"),
+            ("InternalDNS", "m-1"),
+        ]
+        .map(|(t, a)| (t.to_owned(), a.to_owned()));
+        assert_eq!(got, want);
+    }
 }
