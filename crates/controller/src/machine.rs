@@ -25,6 +25,7 @@
 
 mod apply;
 mod cleanup;
+mod extensions;
 mod ingress;
 mod scope;
 mod steady;

@@ -5,7 +5,8 @@
 
 use capo_api::v1alpha1::OpenStackServerSpec;
 use capo_api::v1beta1::{
-    LocalObjectReference, NetworkParam, OpenStackIdentityReference, OpenStackMachineSpec, PortOpts,
+    AddressPair, LocalObjectReference, NetworkParam, OpenStackIdentityReference,
+    OpenStackMachineSpec, PortOpts,
 };
 
 /// What the derivation needs besides the machine spec.
@@ -25,6 +26,10 @@ pub struct Derivation<'a> {
     pub default_security_group_id: Option<&'a str>,
     /// The cluster disables port security by default.
     pub cluster_disables_port_security: bool,
+    /// Addresses every port on the cluster network must accept (BA/ACP keepalived VIPs).
+    pub allowed_address_pairs: &'a [String],
+    /// Key pair for a machine that names none (BA/ACP generated key pair).
+    pub default_ssh_key_name: Option<&'a str>,
 }
 
 /// Derive the server spec. Errors name the missing input (e.g. no identityRef anywhere).
@@ -58,6 +63,21 @@ pub fn server_spec(
         let port_security_off = p
             .disable_port_security
             .unwrap_or(d.cluster_disables_port_security);
+        let on_cluster_network = p
+            .network
+            .as_ref()
+            .and_then(|n| n.id.as_deref())
+            .is_some_and(|id| Some(id) == d.cluster_network_id);
+        if on_cluster_network && !port_security_off {
+            for ip in d.allowed_address_pairs {
+                if !p.allowed_address_pairs.iter().any(|a| &a.ip_address == ip) {
+                    p.allowed_address_pairs.push(AddressPair {
+                        ip_address: ip.clone(),
+                        mac_address: None,
+                    });
+                }
+            }
+        }
         if p.security_groups.is_empty()
             && !port_security_off
             && let Some(sg) = d.default_security_group_id
@@ -89,7 +109,12 @@ pub fn server_spec(
         security_groups: spec.security_groups.clone(),
         server_group: spec.server_group.clone(),
         server_metadata: spec.server_metadata.clone(),
-        ssh_key_name: spec.ssh_key_name.clone().unwrap_or_default(),
+        ssh_key_name: spec
+            .ssh_key_name
+            .clone()
+            .filter(|k| !k.is_empty())
+            .or_else(|| d.default_ssh_key_name.map(str::to_owned))
+            .unwrap_or_default(),
         tags,
         trunk: spec.trunk,
         user_data_ref: d.user_data_secret.map(|n| LocalObjectReference {
@@ -121,6 +146,8 @@ mod tests {
             cluster_network_id: Some("net-1"),
             default_security_group_id: Some("sg-1"),
             cluster_disables_port_security: false,
+            allowed_address_pairs: &["10.0.0.5".to_owned()],
+            default_ssh_key_name: Some("generated"),
         };
         let spec = OpenStackMachineSpec {
             tags: vec!["m".into(), "team-a".into()],
@@ -137,6 +164,8 @@ mod tests {
         assert_eq!(s.availability_zone.as_deref(), Some("az2"));
         assert_eq!(s.user_data_ref.unwrap().name.as_deref(), Some("boot"));
         assert_eq!(s.identity_ref, id);
+        assert_eq!(s.ports[0].allowed_address_pairs[0].ip_address, "10.0.0.5");
+        assert_eq!(s.ssh_key_name, "generated");
     }
 
     #[test]

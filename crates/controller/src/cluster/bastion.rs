@@ -194,6 +194,12 @@ async fn create_bastion(
     let Some(machine_spec) = b.spec.as_ref() else {
         return Ok(());
     };
+    let ssh_key = scope
+        .status
+        .extensions
+        .as_ref()
+        .and_then(|e| e.ssh.as_ref())
+        .and_then(|s| s.key_pair_name.clone());
     let d = Derivation {
         cluster_identity: Some(&scope.osc.spec.identity_ref),
         cluster_tags: &scope.osc.spec.tags,
@@ -206,6 +212,8 @@ async fn create_bastion(
             .as_ref()
             .map(|g| g.id.as_str()),
         cluster_disables_port_security: scope.osc.spec.disable_port_security == Some(true),
+        allowed_address_pairs: &[],
+        default_ssh_key_name: ssh_key.as_deref(),
     };
     let spec = server_spec(machine_spec, &d)
         .map_err(|e| Error::InvalidSpec(format!("spec.bastion.{e}")))?;

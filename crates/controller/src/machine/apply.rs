@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use capo_api::constants::CLUSTER_NAME_LABEL;
 use capo_api::constants::condition_reasons::INSTANCE_DELETED;
-use capo_api::constants::condition_types::{API_SERVER_INGRESS_READY, INSTANCE_READY, READY};
+use capo_api::constants::condition_types::{INSTANCE_READY, READY};
 use capo_api::names::provider_id;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Initialization, OpenStackCluster};
@@ -64,6 +64,15 @@ async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
     let Some(oss) = oss else {
+        if super::extensions::vip_pending(inp.osc, inp.control_plane) {
+            let s = State::info(
+                INSTANCE_NOT_READY,
+                "waiting for the cluster's keepalived VIP",
+            );
+            scope.set(READY, s);
+            scope.flush().await?;
+            return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+        }
         create_server(scope, inp, &servers).await?;
         let s = State::info(INSTANCE_NOT_READY, "server requested");
         scope.set(INSTANCE_READY, s.clone());
@@ -102,11 +111,21 @@ async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
         // The OpenStackServer's status changes wake this machine up (owned object).
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
-    if inp.control_plane {
-        scope.step = API_SERVER_INGRESS_READY;
+    if inp.control_plane || ingress::mode(inp.osc, false) != ingress::Mode::None {
+        scope.step = ingress::condition(inp.control_plane);
         if let Some(action) = reconcile_ingress(scope, inp, &oss, &st).await? {
             return Ok(action);
         }
+    }
+    if inp.osc.spec.extensions.is_some() {
+        let s = session_for(
+            scope.ctx,
+            &scope.object(),
+            &scope.namespace,
+            &oss.spec.identity_ref,
+        )
+        .await?;
+        super::extensions::reconcile_node_resources(scope, inp.osc, &s, &oss).await?;
     }
     finish(scope, inp, oss).await
 }
@@ -192,9 +211,10 @@ async fn reconcile_ingress(
     oss: &OpenStackServer,
     st: &OpenStackServerStatus,
 ) -> Result<Option<Action>> {
-    let mode = ingress::mode(inp.osc);
+    let mode = ingress::mode(inp.osc, inp.control_plane);
+    let cond = ingress::condition(inp.control_plane);
     if mode == ingress::Mode::None {
-        scope.set(API_SERVER_INGRESS_READY, State::True);
+        scope.set(cond, State::True);
         return Ok(None);
     }
     let Some(port_id) = st
@@ -216,21 +236,18 @@ async fn reconcile_ingress(
     .await?;
     match ingress::ensure(&s, &mode, &scope.name, &port_id).await? {
         Progress::Ready => {
-            scope.set(API_SERVER_INGRESS_READY, State::True);
+            scope.set(cond, State::True);
             Ok(None)
         }
         Progress::NotReady(why) => {
-            scope.set(
-                API_SERVER_INGRESS_READY,
-                State::info("Progressing", why.clone()),
-            );
+            scope.set(cond, State::info("Progressing", why.clone()));
             scope.set(READY, State::info("Progressing", why));
             scope.flush().await?;
             Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
         }
         Progress::Failed(why) => {
             let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
-            scope.set(API_SERVER_INGRESS_READY, State::error(reason, why.clone()));
+            scope.set(cond, State::error(reason, why.clone()));
             scope.set(READY, State::error(reason, why));
             scope.flush().await?;
             Ok(Some(Action::requeue(scope.ctx.options.slow_retry)))
@@ -250,6 +267,7 @@ async fn create_server(
     } else {
         osc_status.worker_security_group.as_ref()
     };
+    let (pairs, ssh_key) = super::extensions::derivation_extras(inp.osc, inp.control_plane);
     let d = Derivation {
         cluster_identity: Some(&inp.osc.spec.identity_ref),
         cluster_tags: &inp.osc.spec.tags,
@@ -258,6 +276,8 @@ async fn create_server(
         cluster_network_id: osc_status.network.as_ref().map(|n| n.id.as_str()),
         default_security_group_id: sg.map(|g| g.id.as_str()),
         cluster_disables_port_security: inp.osc.spec.disable_port_security == Some(true),
+        allowed_address_pairs: &pairs,
+        default_ssh_key_name: ssh_key.as_deref(),
     };
     let spec = server_spec(&scope.osm.spec, &d).map_err(Error::InvalidSpec)?;
     let server = OpenStackServer {

@@ -2,7 +2,7 @@
 //! moves to another live control-plane machine or is disassociated, never deleted), then the
 //! OpenStackServer, waited for until it is gone.
 
-use capo_api::constants::condition_types::{API_SERVER_INGRESS_READY, READY};
+use capo_api::constants::condition_types::READY;
 use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
@@ -45,14 +45,12 @@ async fn steps(
         .get_opt(&scope.name)
         .await
         .kctx(|| format!("get OpenStackServer {}", scope.name))?;
-    let removed = conditions::get(&scope.status.conditions, API_SERVER_INGRESS_READY)
+    let cond = ingress::condition(control_plane);
+    let removed = conditions::get(&scope.status.conditions, cond)
         .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));
-    if control_plane
-        && !removed
-        && let Some(osc) = osc
-    {
-        scope.step = API_SERVER_INGRESS_READY;
-        let mode = ingress::mode(osc);
+    if !removed && let Some(osc) = osc {
+        scope.step = cond;
+        let mode = ingress::mode(osc, control_plane);
         if let Some(action) = remove_ingress(scope, osc, &mode, oss.as_ref(), cluster).await? {
             return Ok(Some(action));
         }
@@ -107,8 +105,9 @@ async fn remove_ingress(
     .await?;
     match progress {
         Progress::Ready => {
+            let cond = scope.step;
             scope.set(
-                API_SERVER_INGRESS_READY,
+                cond,
                 State::info(INGRESS_REMOVED, "machine is being deleted"),
             );
             scope.flush().await?;

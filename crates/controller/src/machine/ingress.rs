@@ -28,9 +28,68 @@ pub(super) enum Mode {
     None,
 }
 
-/// The ingress mode of `osc`.
-pub(super) fn mode(osc: &OpenStackCluster) -> Mode {
+/// Condition reporting a worker's membership in the BA/ACP ingress load balancer.
+pub(super) const INGRESS_LOAD_BALANCER_READY: &str = "IngressLoadBalancerReady";
+
+/// The condition a machine's traffic step reports on.
+pub(super) fn condition(control_plane: bool) -> &'static str {
+    if control_plane {
+        capo_api::constants::condition_types::API_SERVER_INGRESS_READY
+    } else {
+        INGRESS_LOAD_BALANCER_READY
+    }
+}
+
+/// How traffic reaches a machine of `osc`: API traffic for control-plane machines; for
+/// workers, the BA/ACP ingress load balancer in Octavia mode (else nothing).
+pub(super) fn mode(osc: &OpenStackCluster, control_plane: bool) -> Mode {
+    if control_plane {
+        api_mode(osc)
+    } else {
+        worker_mode(osc)
+    }
+}
+
+fn worker_mode(osc: &OpenStackCluster) -> Mode {
+    let Some(ingress) = osc
+        .spec
+        .extensions
+        .as_ref()
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .filter(|i| i.mode == capo_api::extensions::LOAD_BALANCER_MODE_OCTAVIA)
+    else {
+        return Mode::None;
+    };
+    let id = osc
+        .status
+        .as_ref()
+        .and_then(|s| s.extensions.as_ref())
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .and_then(|i| i.load_balancer_id.clone());
+    match id {
+        Some(lb_id) => Mode::LoadBalancer {
+            lb_id,
+            ports: ingress.effective_ports(),
+        },
+        None => Mode::LoadBalancerPending,
+    }
+}
+
+fn api_mode(osc: &OpenStackCluster) -> Mode {
     let spec = &osc.spec;
+    let keepalived = spec
+        .extensions
+        .as_ref()
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.control_plane.as_ref())
+        .is_some_and(|c| c.mode == capo_api::extensions::LOAD_BALANCER_MODE_KEEPALIVED);
+    if keepalived {
+        // The API floating IP lives on the cluster's VIP port; machines only carry the VIP
+        // as an allowed address pair.
+        return Mode::None;
+    }
     if let Some(l) = spec.api_server_load_balancer.as_ref().filter(|l| l.enabled) {
         let id = osc
             .status

@@ -37,7 +37,7 @@ pub(super) fn fingerprint(
         &inp.machine.spec.failure_domain,
         &inp.machine.spec.bootstrap.data_secret_name,
         inp.control_plane,
-        format!("{:?}", ingress::mode(inp.osc)),
+        format!("{:?}", ingress::mode(inp.osc, inp.control_plane)),
     )))?);
     Ok(format!("{:x}", h.finalize()))
 }

@@ -1,0 +1,440 @@
+//! The BA/ACP extension end to end against a real kube-apiserver and capo-sim: a keepalived
+//! control-plane VIP and ingress VIP (no Octavia), an SSH key pair, `status.extensions`, and
+//! the `<cluster>-ansible` Secret whose inventory real Ansible parses; scaling the control
+//! plane; deleting everything.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use std::path::{Path, PathBuf};
+
+use capo_api::v1beta1::OpenStackCluster;
+use common::Harness;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use machines::*;
+use serde_json::Value;
+
+const SPEC: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.4.0.0/24
+managedSecurityGroups:
+  allowAllInClusterTraffic: true
+bastion:
+  enabled: true
+  spec:
+    flavor: m1.small
+    image:
+      filter:
+        name: ubuntu-2404-kube-v1.34
+extensions:
+  networking:
+    kubeNetworkPlugin: cilium
+  loadBalancers:
+    controlPlane:
+      mode: Keepalived
+    ingress:
+      mode: Keepalived
+      floatingIP: true
+  platform:
+    ntp:
+      server: ntp.example.org
+  ssh:
+    generateKeyPair: true
+    user: ubuntu
+";
+
+const CP_MACHINE: &str = "flavor: m1.medium
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+extensions:
+  networkInterfaces:
+    keepalived: ens3
+";
+
+/// `bin/<tool>` of the project virtualenv; absent outside CI → None (printed), in CI → panic.
+fn venv_tool(tool: &str) -> Option<PathBuf> {
+    let venv = std::env::var_os("CAPO_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
+    let path = venv.join("bin").join(tool);
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!("{} not found: run hack/python-env.sh", path.display());
+    assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
+    eprintln!("SKIPPED ansible-inventory check: {why}");
+    None
+}
+
+async fn secret(h: &Harness, name: &str) -> Option<Secret> {
+    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
+        .get_opt(name)
+        .await
+        .unwrap()
+}
+
+fn key(s: &Secret, k: &str) -> String {
+    String::from_utf8(s.data.as_ref().unwrap()[k].0.clone()).unwrap()
+}
+
+/// Hosts per group as `ansible-inventory --list` reports them.
+fn ansible_groups(inventory: &str) -> Option<Value> {
+    let tool = venv_tool("ansible-inventory")?;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inventory.yaml"), inventory).unwrap();
+    let out = std::process::Command::new(tool)
+        .args(["-i", "inventory.yaml", "--list"])
+        .current_dir(dir.path())
+        .env("ANSIBLE_LOCAL_TEMP", dir.path())
+        .env("ANSIBLE_HOME", dir.path())
+        .env("ANSIBLE_INVENTORY_UNPARSED_FAILED", "true")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn hosts(groups: &Value, group: &str) -> Vec<String> {
+    let mut v: Vec<String> = groups[group]["hosts"]
+        .as_array()
+        .map(|a| a.iter().map(|h| h.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn ext_status(o: &OpenStackCluster) -> capo_api::extensions::OpenStackClusterStatusExtensions {
+    o.status.clone().unwrap().extensions.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
+    let h = Harness::new("ext").await;
+    let _c = start(&h);
+    h.create_cluster("e1", SPEC).await;
+    let o = h
+        .wait_cluster("e1", 90, "cluster and bastion ready", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
+                    && s.extensions
+                        .as_ref()
+                        .and_then(|e| e.platform.as_ref())
+                        .is_some_and(|p| p.management.is_some())
+            })
+        })
+        .await;
+    let ext = ext_status(&o);
+    let cp = ext.load_balancers.clone().unwrap().control_plane.unwrap();
+    let ep = o.spec.control_plane_endpoint.clone().unwrap();
+    assert_eq!(ep.host, cp.floating_ip, "endpoint is the VIP's floating IP");
+    assert!(
+        o.status
+            .as_ref()
+            .unwrap()
+            .api_server_load_balancer
+            .is_none(),
+        "no Octavia"
+    );
+    let state = h.sim.control().state(Some(&h.project()));
+    let fip = state["floatingips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| Some(f["floating_ip_address"].as_str().unwrap()) == cp.floating_ip.as_deref())
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        fip["port_id"].as_str(),
+        cp.port_id.as_deref(),
+        "FIP on the VIP port"
+    );
+    let cilium = ext.networking.clone().unwrap().cilium.unwrap();
+    assert_eq!(cilium.project_id, Some(h.project()));
+    assert_eq!(
+        cilium.default_subnet_id.as_deref(),
+        Some(
+            o.status.as_ref().unwrap().network.as_ref().unwrap().subnets[0]
+                .id
+                .as_str()
+        )
+    );
+    assert_eq!(cilium.security_group_ids.len(), 2);
+    assert_eq!(cilium.webhook_enable, Some(true));
+    let os = ext.open_stack.clone().unwrap();
+    assert_eq!(os.keystone.as_deref(), Some("127.0.0.1"));
+    assert_eq!(os.nova.as_deref(), Some("127.0.0.1"));
+    assert_eq!(os.project.as_deref(), Some("capo"));
+    assert_eq!(os.region.as_deref(), Some("RegionOne"));
+    let platform = ext.platform.clone().unwrap();
+    assert_eq!(
+        platform.ntp.unwrap().server.as_deref(),
+        Some("ntp.example.org")
+    );
+    assert!(platform.management.unwrap().vip.is_some());
+    let ingress = ext.load_balancers.clone().unwrap().ingress.unwrap();
+    assert!(ingress.vip.is_some() && ingress.floating_ip.is_some());
+    let ssh = secret(&h, "e1-ssh").await.expect("ssh secret");
+    assert_eq!(ssh.type_.as_deref(), Some("kubernetes.io/ssh-auth"));
+    assert!(key(&ssh, "ssh-privatekey").contains("OPENSSH PRIVATE KEY"));
+    let keypair = ext.ssh.clone().unwrap().key_pair_name.unwrap();
+    let s = h.session();
+    let kp = capo_openstack::compute::get_keypair(&s, &keypair)
+        .await
+        .unwrap();
+    assert_eq!(kp.public_key.trim(), key(&ssh, "ssh-publickey").trim());
+
+    for (name, is_cp) in [
+        ("cp-0", true),
+        ("cp-1", true),
+        ("cp-2", true),
+        ("w-0", false),
+        ("w-1", false),
+    ] {
+        create_machine(
+            &h,
+            "e1",
+            name,
+            is_cp,
+            if is_cp { CP_MACHINE } else { MACHINE },
+        )
+        .await;
+    }
+    for name in ["cp-0", "cp-1", "cp-2", "w-0", "w-1"] {
+        wait_machine_ready(&h, name).await;
+    }
+    // Keepalived: every control-plane port accepts the control-plane VIP, workers the
+    // ingress VIP; machines naming no key pair get the generated one.
+    let cp0 = servers(&h).get("cp-0").await.unwrap();
+    let pairs: Vec<String> = cp0.spec.ports[0]
+        .allowed_address_pairs
+        .iter()
+        .map(|p| p.ip_address.clone())
+        .collect();
+    assert_eq!(pairs, vec![cp.vip.clone().unwrap()]);
+    assert_eq!(cp0.spec.ssh_key_name, keypair);
+    let w0 = servers(&h).get("w-0").await.unwrap();
+    assert_eq!(
+        w0.spec.ports[0].allowed_address_pairs[0].ip_address,
+        ingress.vip.clone().unwrap()
+    );
+    let port = &items(&h, "ports")
+        .into_iter()
+        .find(|p| p["device_id"].as_str() == cp0.status.as_ref().unwrap().instance_id.as_deref())
+        .unwrap();
+    assert_eq!(
+        port["allowed_address_pairs"][0]["ip_address"].as_str(),
+        cp.vip.as_deref(),
+        "in Neutron too"
+    );
+    let reserved = machines(&h)
+        .get("cp-0")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .extensions
+        .unwrap();
+    assert!(
+        reserved
+            .node_resources
+            .unwrap()
+            .reserved
+            .unwrap()
+            .kube_memory_reserved
+            .is_some()
+    );
+    let inventory = wait_inventory(&h, 5).await;
+    let vars = key(&secret(&h, "e1-ansible").await.unwrap(), "vars.yaml");
+    let vars: serde_yaml::Value = serde_yaml::from_str(&vars).unwrap();
+    for v in [
+        "kube_network_plugin",
+        "cilium_openstack_project_id",
+        "cilium_openstack_default_subnet_id",
+        "cilium_openstack_security_group_ids",
+        "vpc_cni_webhook_enable",
+        "master_virtual_vip",
+        "ingress_virtual_vip",
+        "harbor_addr",
+        "cloud_master_vip",
+        "openstack_auth_domain",
+        "openstack_project_name",
+        "openstack_region_name",
+        "ntp_server",
+        "vip_mgmt",
+        "node_resources",
+    ] {
+        assert!(vars.get(v).is_some(), "vars.yaml lacks {v}: {vars:?}");
+    }
+    assert_eq!(vars["master_virtual_vip"].as_str(), cp.vip.as_deref());
+    if let Some(groups) = ansible_groups(&inventory) {
+        assert_eq!(
+            hosts(&groups, "kube_control_plane"),
+            ["cp-0", "cp-1", "cp-2"]
+        );
+        assert_eq!(hosts(&groups, "etcd"), ["cp-0", "cp-1", "cp-2"]);
+        assert_eq!(hosts(&groups, "kube_node"), ["w-0", "w-1"]);
+        let cp0 = &groups["_meta"]["hostvars"]["cp-0"];
+        assert_eq!(cp0["keepalived_interface"], "ens3");
+        assert!(cp0["ansible_host"].as_str().unwrap().starts_with("10.4.0."));
+    }
+    // Steady: rendering again gives the same bytes (the Secret is not rewritten).
+    let rv = secret(&h, "e1-ansible")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    let osc = h.clusters().get("e1").await.unwrap();
+    let ctx =
+        capo_controller::Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
+    capo_controller::cluster::reconcile(std::sync::Arc::new(osc), ctx)
+        .await
+        .unwrap();
+    assert_eq!(
+        secret(&h, "e1-ansible")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        rv
+    );
+
+    // Scale the control plane down and up: inventory follows, the floating IP stays put.
+    delete_machine(&h, "cp-2").await;
+    wait_machine_gone(&h, "cp-2", 60).await;
+    let inventory = wait_inventory(&h, 4).await;
+    assert!(!inventory.contains("cp-2"));
+    create_machine(&h, "e1", "cp-3", true, CP_MACHINE).await;
+    wait_machine_ready(&h, "cp-3").await;
+    let inventory = wait_inventory(&h, 5).await;
+    assert!(inventory.contains("cp-3"));
+    let o = h.clusters().get("e1").await.unwrap();
+    let cp_after = ext_status(&o)
+        .load_balancers
+        .unwrap()
+        .control_plane
+        .unwrap();
+    assert_eq!(cp_after.floating_ip, cp.floating_ip);
+    assert_eq!(cp_after.port_id, cp.port_id);
+    assert_eq!(o.spec.control_plane_endpoint, Some(ep));
+
+    for name in ["cp-0", "cp-1", "cp-3", "w-0", "w-1"] {
+        delete_machine(&h, name).await;
+    }
+    for name in ["cp-0", "cp-1", "cp-3", "w-0", "w-1"] {
+        wait_machine_gone(&h, name, 60).await;
+    }
+    h.delete_cluster("e1").await;
+    h.wait_gone("e1", 90).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(secret(&h, "e1-ansible").await.is_none());
+    assert!(secret(&h, "e1-ssh").await.is_none());
+    assert!(
+        capo_openstack::compute::get_keypair(&s, &keypair)
+            .await
+            .is_err()
+    );
+}
+
+/// Wait until the Ansible inventory lists `n` machines; returns it.
+async fn wait_inventory(h: &Harness, n: usize) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(s) = secret(h, "e1-ansible").await {
+            let inv = key(&s, "inventory.yaml");
+            let doc: serde_yaml::Value = serde_yaml::from_str(&inv).unwrap();
+            let hosts = doc["all"]["hosts"].as_mapping().map_or(0, |m| {
+                m.keys().filter(|k| k.as_str() != Some("bastion")).count()
+            });
+            if hosts == n {
+                return inv;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "inventory never had {n} hosts:\n{inv}"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+const OCTAVIA: &str = "identityRef:
+  name: cloud-config
+  cloudName: capo-sim
+managedSubnets:
+- cidr: 10.3.0.0/24
+managedSecurityGroups: {}
+apiServerLoadBalancer:
+  enabled: true
+extensions:
+  networking:
+    kubeNetworkPlugin: calico
+  loadBalancers:
+    controlPlane:
+      mode: Octavia
+    ingress:
+      mode: Octavia
+      ports: [80, 443, 8443]
+      floatingIP: true
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn octavia_mode_control_plane_and_ingress_load_balancers() {
+    let mut h = Harness::new("octavia").await;
+    h.start();
+    h.create_cluster("o1", OCTAVIA).await;
+    let o = h
+        .wait_cluster("o1", 90, "ingress VIP", |o| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.extensions.as_ref())
+                .and_then(|e| e.load_balancers.as_ref())
+                .and_then(|l| l.ingress.as_ref())
+                .is_some_and(|i| i.floating_ip.is_some())
+                && o.status.as_ref().is_some_and(|s| {
+                    s.ready
+                        && capo_controller::conditions::get(&s.conditions, "ExtensionsReady")
+                            .is_some()
+                })
+        })
+        .await;
+    let st = o.status.clone().unwrap();
+    let lbs = st.extensions.clone().unwrap().load_balancers.unwrap();
+    let cp = lbs.control_plane.unwrap();
+    let api = st.api_server_load_balancer.clone().unwrap();
+    assert_eq!(
+        cp.vip.as_deref(),
+        Some(api.internal_ip.as_str()),
+        "master_virtual_vip is the LB VIP"
+    );
+    assert_eq!(cp.load_balancer_id.as_deref(), Some(api.id.as_str()));
+    let ingress = lbs.ingress.unwrap();
+    assert_ne!(ingress.load_balancer_id, cp.load_balancer_id);
+    let inv = h.inventory();
+    assert_eq!(inv.get("loadbalancers"), Some(&2), "{inv:?}");
+    assert_eq!(
+        inv.get("listeners"),
+        Some(&4),
+        "1 API + 3 ingress listeners: {inv:?}"
+    );
+    assert_eq!(inv.get("floatingips"), Some(&2), "{inv:?}");
+    let vars = key(&secret(&h, "o1-ansible").await.unwrap(), "vars.yaml");
+    assert!(
+        vars.contains(&format!("ingress_virtual_vip: {}", ingress.vip.unwrap())),
+        "{vars}"
+    );
+    h.delete_cluster("o1").await;
+    h.wait_gone("o1", 90).await;
+    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(secret(&h, "o1-ansible").await.is_none());
+}
