@@ -11,6 +11,7 @@ use crate::clouds;
 use crate::demo;
 use crate::env::{self, Format};
 use crate::error::Result;
+use crate::inventory;
 
 /// capo operator CLI.
 #[derive(Debug, Parser)]
@@ -43,6 +44,33 @@ pub enum Command {
     /// worker machines, Octavia load balancer, BA/ACP extension), shows progress until it is
     /// Ready, prints its endpoint and Ansible inventory, then deletes it and stops everything.
     Demo(DemoArgs),
+    /// Print a cluster's Ansible inventory (or variables) from the management cluster
+    ///
+    /// Reads the Secret <cluster>-ansible that capo writes for Ansible bootstrap and
+    /// control-plane providers (OpenStackClusters with spec.extensions). With --write DIR,
+    /// writes inventory.yaml, vars.yaml and the generated SSH key (id_ed25519, mode 0600).
+    ///
+    /// Example: capoctl inventory -n team-a prod --write ./prod && ansible-playbook -i ./prod/inventory.yaml -e @./prod/vars.yaml cluster.yml
+    Inventory(InventoryArgs),
+}
+
+/// `capoctl inventory` arguments.
+#[derive(Debug, Args)]
+pub struct InventoryArgs {
+    /// Name of the cluster (the Cluster API Cluster / OpenStackCluster).
+    pub cluster: String,
+    /// Namespace of the cluster.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// kubeconfig of the management cluster (default: KUBECONFIG, then in-cluster).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Print vars.yaml instead of inventory.yaml.
+    #[arg(long)]
+    pub vars: bool,
+    /// Write inventory.yaml, vars.yaml and id_ed25519 into DIR instead of printing.
+    #[arg(long, value_name = "DIR")]
+    pub write: Option<PathBuf>,
 }
 
 /// `capoctl demo` arguments.
@@ -102,6 +130,13 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Env(args) => run_env(&args),
         Command::CloudConf(args) => run_cloud_conf(&args),
         Command::Demo(args) => run_demo(&args),
+        Command::Inventory(args) => inventory::run(&inventory::InventoryOptions {
+            kubeconfig: args.kubeconfig,
+            namespace: args.namespace,
+            cluster: args.cluster,
+            vars: args.vars,
+            write_to: args.write,
+        }),
     }
 }
 

@@ -46,6 +46,9 @@ pub enum Error {
         /// Names that exist.
         available: Vec<String>,
     },
+    /// `capoctl inventory` failed (kubeconfig, missing Secret, writing files).
+    #[error("inventory: {0}")]
+    Inventory(String),
     /// `capoctl demo` failed (a step, a timeout, an interruption); the message says which.
     #[error("demo: {0}")]
     Demo(String),

@@ -6,6 +6,7 @@ mod clouds;
 mod demo;
 mod env;
 mod error;
+mod inventory;
 mod yaml;
 
 use std::io::Write;
