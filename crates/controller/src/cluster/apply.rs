@@ -14,7 +14,6 @@ use super::scope::Scope;
 use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
 use crate::conditions::State;
 use crate::context::Context;
-use crate::credentials::session_for;
 use crate::error::Result;
 
 /// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
@@ -27,17 +26,7 @@ pub(super) async fn apply(osc: &OpenStackCluster, ctx: &Context) -> Result<Actio
 }
 
 async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
-    let object = format!(
-        "OpenStackCluster {}/{}",
-        scope.owner.namespace, scope.owner.name
-    );
-    let s = session_for(
-        scope.ctx,
-        &object,
-        &scope.owner.namespace,
-        &scope.osc.spec.identity_ref,
-    )
-    .await?;
+    let s = scope.session().await?;
     let key = scope.key();
     let fp = fingerprint(scope.osc, &scope.status)?;
     if scope.status.ready && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {

@@ -21,7 +21,6 @@ use super::scope::Scope;
 use crate::capi::Machine;
 use crate::conditions::State;
 use crate::context::Context;
-use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};
 
 /// Delete everything of `osc`: `None` once done (the caller removes the finalizer), else the
@@ -42,17 +41,7 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Ac
     if let Some(waiting) = machines_left(scope, cluster).await? {
         return deleting(scope, waiting).await;
     }
-    let object = format!(
-        "OpenStackCluster {}/{}",
-        scope.owner.namespace, scope.owner.name
-    );
-    let s = session_for(
-        scope.ctx,
-        &object,
-        &scope.owner.namespace,
-        &scope.osc.spec.identity_ref,
-    )
-    .await?;
+    let s = scope.session().await?;
     let servers: Api<OpenStackServer> =
         Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let name = capo_api::names::bastion_server_name(&scope.owner.name);

@@ -45,6 +45,21 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// The OpenStack session of the cluster's identityRef.
+    pub async fn session(&self) -> Result<capo_openstack::Session> {
+        let object = format!(
+            "OpenStackCluster {}/{}",
+            self.owner.namespace, self.owner.name
+        );
+        crate::credentials::session_for(
+            self.ctx,
+            &object,
+            &self.owner.namespace,
+            &self.osc.spec.identity_ref,
+        )
+        .await
+    }
+
     /// Key of this object in the context's memo tables.
     pub fn key(&self) -> String {
         self.owner.uid.clone()

@@ -98,32 +98,18 @@ impl Harness {
         }
     }
 
-    /// Start the controllers (a fresh context: nothing remembered from a previous run, as
-    /// after a restart of the manager).
+    /// Start the cluster controller (a fresh context: nothing remembered from a previous
+    /// run, as after a restart of the manager).
     pub fn start(&mut self) {
-        self.stop();
-        let ctx = Context::new(
-            self.client.clone(),
-            self.sessions.clone(),
-            self.options.clone(),
-        );
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|v| *v).await;
-        };
-        let tasks = vec![tokio::spawn(capo_controller::cluster::run(
-            ctx.clone(),
-            shutdown(rx.clone()),
-        ))];
-        self.running = Some(Running {
-            ctx,
-            stop: tx,
-            tasks,
-        });
+        self.spawn(false);
     }
 
     /// Start the cluster, machine and server controllers (bastion and machine tests).
     pub fn start_all(&mut self) {
+        self.spawn(true);
+    }
+
+    fn spawn(&mut self, all: bool) {
         self.stop();
         let ctx = Context::new(
             self.client.clone(),
@@ -134,20 +120,20 @@ impl Harness {
         let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|v| *v).await;
         };
-        let tasks = vec![
-            tokio::spawn(capo_controller::cluster::run(
+        let mut tasks = vec![tokio::spawn(capo_controller::cluster::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        ))];
+        if all {
+            tasks.push(tokio::spawn(capo_controller::machine::run(
                 ctx.clone(),
                 shutdown(rx.clone()),
-            )),
-            tokio::spawn(capo_controller::machine::run(
+            )));
+            tasks.push(tokio::spawn(capo_controller::server::run(
                 ctx.clone(),
                 shutdown(rx.clone()),
-            )),
-            tokio::spawn(capo_controller::server::run(
-                ctx.clone(),
-                shutdown(rx.clone()),
-            )),
-        ];
+            )));
+        }
         self.running = Some(Running {
             ctx,
             stop: tx,
