@@ -29,6 +29,7 @@
 mod apply;
 mod cache;
 mod cleanup;
+mod hold;
 mod pool_ip;
 mod resolve;
 mod scope;
@@ -65,6 +66,7 @@ pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
 struct ServerContext {
     ctx: Arc<Context>,
     cache: LookupCache,
+    holds: hold::Holds,
 }
 
 /// Run the controller until `shutdown` resolves.
@@ -82,6 +84,7 @@ pub async fn run(
     let sctx = Arc::new(ServerContext {
         ctx,
         cache: LookupCache::new(LOOKUP_TTL),
+        holds: hold::Holds::default(),
     });
     Controller::new(servers, wc)
         .with_config(ControllerConfig::default().concurrency(concurrency))
@@ -109,7 +112,7 @@ async fn reconcile_inner(oss: &OpenStackServer, sctx: &ServerContext) -> Result<
         tracing::debug!(name = %oss.name_any(), "paused");
         return Ok(Action::await_change());
     }
-    let mut scope = Scope::new(ctx, &sctx.cache, oss);
+    let mut scope = Scope::new(ctx, &sctx.cache, &sctx.holds, oss);
     if is_deleting(oss) {
         if !oss.finalizers().iter().any(|f| f == SERVER_FINALIZER) {
             return Ok(Action::await_change());

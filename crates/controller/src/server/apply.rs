@@ -40,6 +40,10 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
 }
 
 async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
+    if let Some(left) = scope.holds.remaining(&scope.key()) {
+        // A failed build waits its slow retry, whatever woke the object.
+        return Ok(Action::requeue(left));
+    }
     let s = session_for(
         scope.ctx,
         &scope.object(),
@@ -373,6 +377,7 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
         !scope.status.addresses.is_empty() && scope.status.instance_id.as_deref() == Some(id);
     scope.status.ready = false;
     scope.status.instance_state = Some("ERROR".into());
+    scope.holds.hold(&scope.key(), scope.ctx.options.slow_retry);
     if was_active {
         scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
         scope.flush().await?;

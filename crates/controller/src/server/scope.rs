@@ -8,6 +8,7 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 
 use super::cache::LookupCache;
+use super::hold::Holds;
 use crate::conditions::{self, State};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -16,6 +17,8 @@ use crate::error::{Error, Result};
 pub(super) struct Scope<'a> {
     pub ctx: &'a Context,
     pub cache: &'a LookupCache,
+    /// Slow-retry holds of the controller.
+    pub holds: &'a Holds,
     pub oss: &'a OpenStackServer,
     pub api: Api<OpenStackServer>,
     pub owner: ServerOwner,
@@ -26,12 +29,18 @@ pub(super) struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
-    pub fn new(ctx: &'a Context, cache: &'a LookupCache, oss: &'a OpenStackServer) -> Self {
+    pub fn new(
+        ctx: &'a Context,
+        cache: &'a LookupCache,
+        holds: &'a Holds,
+        oss: &'a OpenStackServer,
+    ) -> Self {
         let ns = oss.namespace().unwrap_or_default();
         let status = oss.status.clone().unwrap_or_default();
         Self {
             ctx,
             cache,
+            holds,
             oss,
             api: Api::namespaced(ctx.client.clone(), &ns),
             owner: ServerOwner {
@@ -95,6 +104,10 @@ impl<'a> Scope<'a> {
             _ if !self.status.ready => condition_reasons::INSTANCE_CREATE_FAILED,
             _ => condition_reasons::OPENSTACK_ERROR,
         };
+        if err.is_slow_retry() || err.is_terminal() {
+            // The status write below wakes the object at once; the retry must still wait.
+            self.holds.hold(&self.key(), self.ctx.options.slow_retry);
+        }
         let message = err.to_string();
         if !self.status.ready {
             self.set(
