@@ -172,6 +172,7 @@ async fn scenario(world: &World, p: &mut Printer, opts: &DemoOptions) -> Result<
     let client = world.env.client();
     let deadline = Instant::now() + opts.timeout;
     let osc = wait_ready(&client, p, &opts.cluster, deadline).await?;
+    print_requests(world, p, "to Ready").await;
     print_summary(&client, p, &opts.cluster, &osc).await
 }
 
@@ -229,6 +230,15 @@ async fn wait_ready(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// How many OpenStack and Kubernetes API requests the run made so far.
+async fn print_requests(world: &World, p: &Printer, when: &str) {
+    let (os, writes, kube) = world.request_counts().await;
+    let kube = kube.map_or_else(|| "?".to_owned(), |k| k.to_string());
+    p.line(format!(
+        "requests {when}: {os} OpenStack ({writes} writes), {kube} Kubernetes API by the manager"
+    ));
 }
 
 /// The Ready cluster, its endpoint, the machines and the Ansible inventory (when published).
@@ -330,6 +340,7 @@ async fn teardown(world: &World, p: &mut Printer, opts: &DemoOptions) -> Result<
         "OpenStackCluster {} deleted (load balancer, router, network, security groups removed)",
         opts.cluster
     ));
+    print_requests(world, p, "in total").await;
     let left = cloud_leftovers(world);
     if left.is_empty() {
         p.line("cloud check: no resource left in the project");

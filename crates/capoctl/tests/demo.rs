@@ -28,6 +28,8 @@ fn demo_runs_to_completion() {
         "OpenStackMachine demo-md-0-1: Ready (openstack:///",
         "cluster demo: OpenStackCluster and all 5 machines Ready",
         "=== cluster demo is Ready ===",
+        "requests to Ready: ",
+        "Kubernetes API by the manager",
         "cloud check: no resource left in the project",
         "stopped capo-controller-manager",
     ] {

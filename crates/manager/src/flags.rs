@@ -74,10 +74,10 @@ pub struct Flags {
     /// Requeue period of converged objects.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_go_duration)]
     pub sync_period: Duration,
-    /// Kubernetes API client QPS (accepted, not enforced: see docs/manager.md).
+    /// Kubernetes API client QPS (token bucket; 0 or negative: unlimited).
     #[arg(long, value_name = "QPS", default_value_t = 20.0)]
     pub kube_api_qps: f32,
-    /// Kubernetes API client burst (accepted, not enforced: see docs/manager.md).
+    /// Kubernetes API client burst.
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub kube_api_burst: u32,
 

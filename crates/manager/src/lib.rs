@@ -4,6 +4,7 @@
 //! - [`flags`]: the command line (upstream names and defaults), [`duration`]: Go durations.
 //! - [`manager::run`]: the manager's life, usable in-process (the `capoctl demo` runs it so).
 //! - [`leader`]: Lease-based leader election compatible with client-go's.
+//! - [`kube_rate`]: `--kube-api-qps`/`--kube-api-burst` as a token bucket in the kube client.
 //! - [`diagnostics`]: `/healthz`, `/readyz`, `/metrics`; [`process_metrics`]: `process_*`.
 //! - [`controllers`]: the single place where controllers are started.
 
@@ -14,6 +15,7 @@ pub mod diagnostics;
 pub mod duration;
 pub mod error;
 pub mod flags;
+pub mod kube_rate;
 pub mod leader;
 pub mod logging;
 pub mod manager;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use capo_controller::Options;
 use capo_controller::metrics::ReconcileMetrics;
 use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
+use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use prometheus_client::registry::Registry;
@@ -19,6 +20,7 @@ use crate::controllers::{self, Concurrency, Shared};
 use crate::diagnostics::{self, Readiness};
 use crate::error::{Error, Result};
 use crate::flags::Flags;
+use crate::kube_rate::{ClientMetrics, RateLimitLayer};
 use crate::leader::{self, Elector, LeaderConfig, LeaderState};
 
 /// How long shutdown waits for in-flight reconciles before giving up on them. Reconciles never
@@ -42,14 +44,19 @@ pub async fn run_with(
     flags.validate()?;
     capo_openstack::tls::ensure_crypto_provider();
     let config = kube_config(&flags).await?;
-    let client = Client::try_from(config.clone()).map_err(Error::kube("building the client"))?;
+    let mut registry = Registry::default();
+    let kube_metrics = ClientMetrics::register(&mut registry);
+    let limit = RateLimitLayer::new(flags.kube_api_qps, flags.kube_api_burst, kube_metrics);
+    let client = ClientBuilder::try_from(config.clone())
+        .map_err(Error::kube("building the client"))?
+        .with_layer(&limit)
+        .build();
     let version = client
         .apiserver_version()
         .await
         .map_err(Error::kube("contacting the API server"))?;
     tracing::info!(server = %config.cluster_url, version = %version.git_version, "connected to the Kubernetes API server");
 
-    let mut registry = Registry::default();
     let metrics = ReconcileMetrics::default();
     metrics.register(&mut registry);
     let api_metrics = ApiMetrics::register(&mut registry);

@@ -212,6 +212,8 @@ async fn probes_metrics_and_graceful_stop() {
         "capo_openstack_api_requests_total{request=\"token_create\"}",
         "capo_openstack_api_request_errors_total{request=\"token_create\"}",
         "capo_openstack_api_request_duration_seconds_count{request=\"token_create\"}",
+        "capo_kube_api_requests_total ",
+        "capo_kube_api_throttle_seconds_total ",
         "process_resident_memory_bytes ",
         "process_start_time_seconds ",
     ];

@@ -83,6 +83,8 @@ impl World {
             format!("--diagnostics-address=127.0.0.1:{metrics_port}"),
             "--insecure-diagnostics".to_owned(),
             "--webhook-port=0".to_owned(),
+            // The demo's single management cluster is private to it: no client-side limit.
+            "--kube-api-qps=0".to_owned(),
         ])
         .map_err(|e| demo_err("manager flags")(e.to_string()))?;
         let (stop, rx) = watch::channel(false);
@@ -118,6 +120,18 @@ impl World {
         }
     }
 
+    /// Requests so far: OpenStack (as the simulator saw them: total, writes) and Kubernetes API
+    /// (the manager's client, from its metrics; `None` when they could not be read).
+    pub async fn request_counts(&self) -> (usize, usize, Option<u64>) {
+        let os = self.sim.control().requests();
+        let writes = os.iter().filter(|r| r.method != "GET").count();
+        (
+            os.len(),
+            writes,
+            scrape_counter(&self.metrics_url, "capo_kube_api_requests_total").await,
+        )
+    }
+
     /// The last `n` lines of the manager's log.
     pub fn log_tail(&self, n: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -150,4 +164,20 @@ fn init_logging(path: &std::path::Path, verbosity: u8) -> Result<()> {
         .with_writer(std::sync::Mutex::new(file))
         .try_init();
     Ok(())
+}
+
+/// The value of the unlabelled counter `name` on the metrics page at `url` (plain HTTP).
+async fn scrape_counter(url: &str, name: &str) -> Option<u64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://")?;
+    let (addr, path) = rest.split_once('/')?;
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
 }
