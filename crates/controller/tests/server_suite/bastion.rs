@@ -1,14 +1,8 @@
 //! The bastion is an OpenStackServer: with the server controller running, a cluster with a
 //! bastion gets it ACTIVE with a floating IP, and deleting the cluster removes it all.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions::is_true;
-use common::Harness;
-use machines::*;
 
 const WITH_BASTION: &str = "identityRef:
   name: cloud-config

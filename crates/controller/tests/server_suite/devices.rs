@@ -1,18 +1,12 @@
 //! What a machine's server is made of: boot from volume with an additional Volume and a Local
 //! block device, several ports (one trunked, one with allowed address pairs), a server group
 //! by name, and the image from an ORC Image reference.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions;
 use capo_openstack::image::{self, ImageFilter};
 use capo_openstack::request::{Request, Service};
-use common::Harness;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use machines::*;
 use serde_json::json;
 
 const ORC_IMAGE: &str = "apiVersion: openstack.k-orc.cloud/v1alpha1

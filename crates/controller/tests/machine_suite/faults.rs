@@ -1,18 +1,12 @@
 //! Machines under stress: controllers restarted after every OpenStack write of a create and a
 //! delete, transient 5xx/409/429 answers, and pause.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
 use std::time::{Duration, Instant};
 
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions;
 use capo_sim::FaultSpec;
-use common::Harness;
 use kube::api::{Patch, PatchParams};
-use machines::*;
 
 const BOOT_FROM_VOLUME: &str = "flavor: m1.small
 image:

@@ -2,17 +2,11 @@
 //! control-plane create with warm caches, steady reconciles, deletes, with only the machine
 //! and server controllers running (the cluster's own reconciles are counted elsewhere). Asserts the budgets of
 //! issue 7: ≤ 12 requests per warm worker create, ≤ 1 per machine per steady reconcile.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
 use std::time::Duration;
 
-use common::Harness;
+use crate::common::Harness;
+use crate::machines::*;
 use kube::api::{Patch, PatchParams};
-use machines::*;
 
 /// Requests of the test project's OpenStack APIs since the last call (identity excluded).
 fn take(h: &Harness) -> Vec<String> {

@@ -1,19 +1,13 @@
 //! A machine with `floatingIPPoolRef`: the server claims an address from the pool (Cluster API
 //! IPAM), associates the pool's floating IP with its first port, reports it as ExternalIP, and
 //! releases the claim on delete. The test plays the pool controller.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
 use std::time::{Duration, Instant};
 
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions::is_true;
 use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, FloatingIpCreate};
-use common::Harness;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use machines::*;
 use serde_json::json;
 
 const WITH_POOL: &str = "flavor: m1.small

@@ -1,14 +1,8 @@
 //! Scaling the control plane 1→3→1→3: with the API load balancer, members always equal the
 //! live control-plane machines; without it, the API floating IP stays allocated (same address)
 //! and on a live control-plane machine. Deleting everything leaves nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
-use common::Harness;
-use machines::*;
+use crate::common::Harness;
+use crate::machines::*;
 use serde_json::Value;
 
 async fn scale_up(h: &Harness, names: &[&str]) {

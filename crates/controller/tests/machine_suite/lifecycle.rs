@@ -1,15 +1,9 @@
 //! OpenStackMachine lifecycle against a real kube-apiserver and capo-sim: worker and
 //! control-plane machines with and without the API load balancer, scaling the control plane,
 //! deleting everything.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions::is_true;
-use common::Harness;
-use machines::*;
 
 fn members(h: &Harness) -> usize {
     items(h, "members").len()

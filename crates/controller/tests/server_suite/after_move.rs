@@ -1,21 +1,15 @@
 //! Deleting a machine after `clusterctl move` (OpenStackServer recreated with a new UID and
 //! no status) and after its image was deleted still removes the server, its port and volume.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
 use std::time::Duration;
 
+use crate::common::Harness;
+use crate::machines::*;
 use capo_api::v1alpha1::OpenStackServer;
 use capo_openstack::image::{self, ImageFilter};
 use capo_openstack::request::{Request, Service};
 use capo_openstack::{ApiMetrics, ClientConfig, Credentials, SessionCache};
-use common::Harness;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
-use machines::*;
 
 const BOOT_FROM_VOLUME: &str = "flavor: m1.small
 image:

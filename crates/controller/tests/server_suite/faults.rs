@@ -1,18 +1,12 @@
 //! Faults around a machine's server: lost replies on creates, NoValidHost, a server deleted
 //! behind the controllers' back, and controllers killed at arbitrary points.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-#[path = "common/machines.rs"]
-mod machines;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::common::Harness;
+use crate::machines::*;
 use capo_controller::conditions;
 use capo_sim::FaultSpec;
-use common::Harness;
-use machines::*;
 
 fn lost_reply(path: &str) -> FaultSpec {
     serde_json::from_value(serde_json::json!({

@@ -1,0 +1,13 @@
+//! OpenStackMachine controller tests against a real kube-apiserver and capo-sim, in one test binary
+//! (one link, one kube-apiserver for all of them).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/machines.rs"]
+mod machines;
+
+mod economy;
+mod faults;
+mod lifecycle;
+mod scale;

@@ -1,0 +1,14 @@
+//! OpenStackServer controller tests against a real kube-apiserver and capo-sim, in one test binary
+//! (one link, one kube-apiserver for all of them).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/machines.rs"]
+mod machines;
+
+mod after_move;
+mod bastion;
+mod devices;
+mod faults;
+mod pool_ip;
