@@ -110,3 +110,40 @@ async fn worker_and_control_plane_with_load_balancer() {
     let inv = h.inventory();
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_for_cluster_infrastructure_then_bootstrap_data() {
+    let h = Harness::new("mwait").await;
+    let _c = start(&h);
+    // The machine exists before its cluster, and its bootstrap data is not there yet.
+    create_machine(&h, "c1", "w-0", false, MACHINE).await;
+    let capi: kube::Api<capo_controller::capi::Machine> =
+        kube::Api::namespaced(h.client.clone(), &h.ns);
+    let pp = kube::api::PatchParams::default();
+    let no_data = serde_json::json!({"spec": {"bootstrap": {"dataSecretName": null}}});
+    capi.patch("w-0", &pp, &kube::api::Patch::Merge(no_data))
+        .await
+        .unwrap();
+    let reason = |m: &capo_api::v1beta1::OpenStackMachine| {
+        let st = m.status.clone().unwrap_or_default();
+        capo_controller::conditions::get(&st.conditions, "Ready").and_then(|c| c.reason.clone())
+    };
+    wait_machine(&h, "w-0", 30, "WaitingForClusterInfrastructure", |m| {
+        reason(m).as_deref() == Some("WaitingForClusterInfrastructure")
+    })
+    .await;
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    // The cluster becoming ready wakes the machine (no periodic resync needed).
+    wait_machine(&h, "w-0", 60, "WaitingForBootstrapData", |m| {
+        reason(m).as_deref() == Some("WaitingForBootstrapData")
+    })
+    .await;
+    assert!(servers(&h).get_opt("w-0").await.unwrap().is_none());
+    let data = serde_json::json!({"spec": {"bootstrap": {"dataSecretName": "w-0-bootstrap"}}});
+    capi.patch("w-0", &pp, &kube::api::Patch::Merge(data))
+        .await
+        .unwrap();
+    wait_machine_ready(&h, "w-0").await;
+    delete_machine(&h, "w-0").await;
+    wait_machine_gone(&h, "w-0", 60).await;
+}
