@@ -63,21 +63,10 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    let (clusters, servers, capi, machines) = match &ctx.options.namespace {
-        Some(ns) => (
-            Api::<OpenStackCluster>::namespaced(client.clone(), ns),
-            Api::<OpenStackServer>::namespaced(client.clone(), ns),
-            Api::<Cluster>::namespaced(client.clone(), ns),
-            Api::<OpenStackMachine>::namespaced(client, ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client),
-        ),
-    };
+    let clusters = ctx.watched_api::<OpenStackCluster>();
+    let servers = ctx.watched_api::<OpenStackServer>();
+    let capi = ctx.watched_api::<Cluster>();
+    let machines = ctx.watched_api::<OpenStackMachine>();
     let index = ctx.clone();
     let wc = watcher_config(&ctx);
     let (reader, trigger) = primary_stream(clusters, wc.clone());

@@ -129,6 +129,41 @@ impl Context {
         &self.recorder
     }
 
+    /// The API of `K` the controllers watch: the `--namespace` one, or all namespaces.
+    pub fn watched_api<K>(&self) -> kube::Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.options.namespace {
+            Some(ns) => kube::Api::namespaced(self.client.clone(), ns),
+            None => kube::Api::all(self.client.clone()),
+        }
+    }
+
+    /// Publish an event about `obj` (notes capped at 1000 characters; failures to publish are
+    /// logged, never fatal: events are best effort).
+    pub async fn publish<K>(
+        &self,
+        obj: &K,
+        type_: kube::runtime::events::EventType,
+        reason: &str,
+        action: &str,
+        note: Option<String>,
+    ) where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let ev = kube::runtime::events::Event {
+            type_,
+            reason: reason.to_owned(),
+            note: note.map(|n| n.chars().take(1000).collect()),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+            tracing::debug!(error = %e, "could not publish event");
+        }
+    }
+
     /// The converged record of `key` (an object UID plus a scope), if any.
     pub fn converged(&self, key: &str) -> Option<Converged> {
         self.converged

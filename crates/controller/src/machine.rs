@@ -63,21 +63,10 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    let (machines, servers, capi, clusters) = match &ctx.options.namespace {
-        Some(ns) => (
-            Api::<OpenStackMachine>::namespaced(client.clone(), ns),
-            Api::<OpenStackServer>::namespaced(client.clone(), ns),
-            Api::<Machine>::namespaced(client.clone(), ns),
-            Api::<OpenStackCluster>::namespaced(client, ns),
-        ),
-        None => (
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client.clone()),
-            Api::all(client),
-        ),
-    };
+    let machines = ctx.watched_api::<OpenStackMachine>();
+    let servers = ctx.watched_api::<OpenStackServer>();
+    let capi = ctx.watched_api::<Machine>();
+    let clusters = ctx.watched_api::<OpenStackCluster>();
     let wc = watcher_config(&ctx);
     let controller = Controller::new(machines, wc.clone());
     let store = controller.store();

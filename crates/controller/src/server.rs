@@ -74,11 +74,7 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = ctx.client.clone();
-    let servers: Api<OpenStackServer> = match &ctx.options.namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
+    let servers = ctx.watched_api::<OpenStackServer>();
     let wc = watcher_config(&ctx);
     let concurrency = ctx.options.concurrency;
     let sctx = Arc::new(ServerContext {

@@ -4,8 +4,8 @@
 use capo_api::constants::{condition_reasons, condition_types};
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_cloud::Owner;
-use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
 
 use crate::conditions::{self, State};
 use crate::context::Context;
@@ -110,16 +110,8 @@ impl<'a> Scope<'a> {
 
     /// Publish an event about this object (failures to publish are logged, never fatal).
     pub async fn event(&self, type_: EventType, reason: &str, action: &str, note: Option<String>) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: note.map(|n| n.chars().take(1000).collect()),
-            action: action.to_owned(),
-            secondary: None,
-        };
-        let reference = self.osc.object_ref(&());
-        if let Err(e) = self.ctx.recorder().publish(&ev, &reference).await {
-            tracing::debug!(error = %e, "could not publish event");
-        }
+        self.ctx
+            .publish(self.osc, type_, reason, action, note)
+            .await;
     }
 }

@@ -4,8 +4,8 @@
 use capo_api::constants::{condition_reasons, condition_types};
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_cloud::instance::ServerOwner;
-use kube::runtime::events::{Event, EventType};
-use kube::{Api, Resource, ResourceExt};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
 
 use super::cache::LookupCache;
 use super::hold::Holds;
@@ -129,16 +129,8 @@ impl<'a> Scope<'a> {
 
     /// Publish an event about this object (failures to publish are logged, never fatal).
     pub async fn event(&self, type_: EventType, reason: &str, action: &str, note: Option<String>) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: note.map(|n| n.chars().take(1000).collect()),
-            action: action.to_owned(),
-            secondary: None,
-        };
-        let reference = self.oss.object_ref(&());
-        if let Err(e) = self.ctx.recorder().publish(&ev, &reference).await {
-            tracing::debug!(error = %e, "could not publish event");
-        }
+        self.ctx
+            .publish(self.oss, type_, reason, action, note)
+            .await;
     }
 }
