@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use capo_api::constants::{CLUSTER_FINALIZER, CLUSTER_NAME_LABEL, condition_types};
 use capo_api::v1alpha1::OpenStackServer;
-use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
+use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus, OpenStackMachine};
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -124,9 +124,20 @@ async fn reconcile_inner(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Resul
         return Ok(Action::await_change());
     }
     let paused = cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(&*osc);
-    if set_paused(&api, &osc, paused).await? {
+    if paused {
+        set_paused(&api, &osc, true).await?;
         return Ok(Action::await_change());
     }
+    // Record the unpause and carry the new condition into this reconcile, so its own status
+    // writes keep `Paused=False` instead of dropping it.
+    let osc = match set_paused(&api, &osc, false).await? {
+        Some(status) => {
+            let mut o = (*osc).clone();
+            o.status = Some(status);
+            Arc::new(o)
+        }
+        None => osc,
+    };
     let cluster_name = cluster
         .as_ref()
         .map(|c| c.name_any())
@@ -169,16 +180,16 @@ async fn owner_cluster(ctx: &Context, osc: &OpenStackCluster) -> Result<Option<C
         .kctx(|| format!("get Cluster {ns}/{name}"))
 }
 
-/// Record pause in the `Paused` condition; true when paused (nothing else may happen).
+/// Record pause in the `Paused` condition; the status written, when a write was needed.
 async fn set_paused(
     api: &Api<OpenStackCluster>,
     osc: &OpenStackCluster,
     paused: bool,
-) -> Result<bool> {
+) -> Result<Option<OpenStackClusterStatus>> {
     let mut status = osc.status.clone().unwrap_or_default();
     let current = conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
     if current == Some(paused) || (current.is_none() && !paused) {
-        return Ok(paused);
+        return Ok(None);
     }
     let state = if paused {
         State::True
@@ -187,7 +198,7 @@ async fn set_paused(
     };
     conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
     crate::status::apply_status(api, &osc.name_any(), &status).await?;
-    Ok(paused)
+    Ok(Some(status))
 }
 
 /// Condition types this controller owns, in upstream's names.
