@@ -231,10 +231,13 @@ async fn paused_cluster_makes_no_cloud_call_until_unpaused() {
     assert!(o.metadata.finalizers.is_none(), "no finalizer while paused");
     h.set_cluster_paused("p1", false).await;
     let o = h.wait_ready("p1").await;
-    assert!(!capo_controller::conditions::is_true(
-        &o.status.unwrap().conditions,
-        "Paused"
-    ));
+    let paused = capo_controller::conditions::get(&o.status.as_ref().unwrap().conditions, "Paused")
+        .map(|c| c.status.clone());
+    assert_eq!(
+        paused.as_deref(),
+        Some("False"),
+        "Paused=False after unpause"
+    );
     h.delete_cluster("p1").await;
     h.wait_gone("p1", 60).await;
 }
