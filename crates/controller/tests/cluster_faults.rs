@@ -83,6 +83,14 @@ async fn restart_after_every_write(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_after_every_write_converges_to_one_set_and_deletes_everything() {
     let mut h = Harness::new("restart").await;
+    // Slow every OpenStack call a little, so the 5 ms poll sees each write on its own and
+    // the kill lands between two writes (without latency several writes can land between
+    // two polls on a loaded machine).
+    let latency = ["network", "load-balancer", "compute"]
+        .map(|s| (s.to_owned(), 25))
+        .into_iter()
+        .collect();
+    h.sim.control().set_latency(latency);
     h.start();
     h.create_cluster("r1", SPEC).await;
     let restarts = restart_after_every_write(&mut h, 120, async |h: &Harness| {
@@ -95,7 +103,7 @@ async fn killed_after_every_write_converges_to_one_set_and_deletes_everything() 
     .await;
     println!("create: controller restarted {restarts} times");
     assert!(
-        restarts >= 10,
+        restarts >= 12,
         "too few restarts to mean anything: {restarts}"
     );
     assert_eq!(resources(&h), one_set());
