@@ -23,13 +23,15 @@
 //! - Every function returns the IDs it ensured, so the caller can write them to status at once.
 //!
 //! ## Request budget (capo-sim, warm session; golden traces in `tests/golden/`)
-//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 16
-//! requests (4 lookups, 12 writes: 5 creates, 5 tag writes, 1 interface, and all 12 rules in
-//! one Neutron bulk create), steady reconcile 6 (all GETs: external network, network, subnet,
-//! router, router ports, one list of the groups with their rules), rebuild from names after a
-//! lost status 6, delete 10.
-//! Tags are written with a separate `PUT .../tags` because tags in the create body need the
-//! newer `tag-creation` Neutron extension; a crash between the two is healed by adoption.
+//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 12
+//! requests (5 reads, among them the once-per-session Neutron extension list; 7 writes: 5
+//! creates carrying their tags, 1 router interface, and all 12 rules in one Neutron bulk
+//! create), steady reconcile 6 (all GETs: external network, network, subnet, router, router
+//! ports, one list of the groups with their rules), rebuild from names after a lost status 6,
+//! delete 10.
+//! Tags go into the create body when Neutron offers the `tag-creation` extension (2024.1+);
+//! otherwise they are written with a separate `PUT .../tags`, and a crash between the two is
+//! healed by adoption (an untagged resource with our name is ours to tag).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

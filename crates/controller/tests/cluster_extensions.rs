@@ -395,12 +395,14 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
     h.create_cluster("o1", OCTAVIA).await;
     let o = h
         .wait_cluster("o1", 90, "ingress VIP", |o| {
-            o.status
+            let lbs = o
+                .status
                 .as_ref()
                 .and_then(|s| s.extensions.as_ref())
-                .and_then(|e| e.load_balancers.as_ref())
-                .and_then(|l| l.ingress.as_ref())
+                .and_then(|e| e.load_balancers.as_ref());
+            lbs.and_then(|l| l.ingress.as_ref())
                 .is_some_and(|i| i.floating_ip.is_some())
+                && lbs.is_some_and(|l| l.control_plane.is_some())
                 && o.status.as_ref().is_some_and(|s| {
                     s.ready
                         && capo_controller::conditions::get(&s.conditions, "ExtensionsReady")

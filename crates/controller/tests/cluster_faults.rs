@@ -133,13 +133,12 @@ async fn lost_replies_on_every_create_never_duplicate() {
         "/lbaas/healthmonitors$",
         "/floatingips$",
         "/add_router_interface$",
-        "/tags$",
     ];
     let faults: Vec<FaultSpec> = paths
         .iter()
         .map(|p| FaultSpec {
             method: Some(
-                if p.contains("interface") || p.contains("tags") {
+                if p.contains("interface") {
                     "PUT"
                 } else {
                     "POST"

@@ -123,10 +123,14 @@ async fn neutron_calls() {
         &SecurityGroupCreate {
             name: "k8s-sg".into(),
             description: None,
+            tags: vec!["made-with-the-create".into()],
         },
     )
     .await
     .unwrap();
+    // Tags in the create body (Neutron's tag-creation extension, which the simulator offers).
+    assert_eq!(sg.tags, vec!["made-with-the-create".to_owned()]);
+    assert!(s.network_extensions().await.unwrap().contains("tag-creation"));
     let rule: SecurityGroupRule = create(
         &s,
         SECURITY_GROUP_RULE,

@@ -15,7 +15,7 @@ use capo_openstack::network::{
 };
 
 use crate::error::{Context, Error, Result};
-use crate::networking::lookup::{delete_opt, ensure_tags, pick_owned};
+use crate::networking::lookup::{create_tags, delete_opt, ensure_tags, pick_owned};
 use crate::ownership::Owner;
 use crate::plan::rule_diff::{DesiredRule, diff};
 use crate::plan::security_groups::{GroupIds, desired_groups, desired_rules, managed};
@@ -165,6 +165,7 @@ async fn create_group(s: &Session, owner: &Owner, name: &str) -> Result<Security
             "Created by capo for OpenStackCluster {}/{}",
             owner.namespace, owner.name
         )),
+        tags: create_tags(s, owner).await?,
     };
     net::create(s, SECURITY_GROUP, &body)
         .await
