@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackMachine;
-use capo_controller::Context;
 use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache};
 use kube::Api;
 use serde_json::Value;
 
-use crate::common::{Harness, indent};
+use crate::common::{Harness, indent, spawn_controllers};
 
 /// The cluster, machine and server controllers of one test; stopped on drop.
 pub struct Controllers {
@@ -33,41 +32,15 @@ impl Drop for Controllers {
 
 /// Start the three controllers on a fresh context (nothing remembered: like a restart).
 pub fn start(h: &Harness) -> Controllers {
-    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|v| *v).await;
-    };
-    let tasks = vec![
-        tokio::spawn(capo_controller::cluster::run(
-            ctx.clone(),
-            shutdown(rx.clone()),
-        )),
-        tokio::spawn(capo_controller::machine::run(
-            ctx.clone(),
-            shutdown(rx.clone()),
-        )),
-        tokio::spawn(capo_controller::server::run(ctx, shutdown(rx))),
-    ];
-    Controllers { stop: tx, tasks }
+    let (_, stop, tasks) = spawn_controllers(h, true, true);
+    Controllers { stop, tasks }
 }
 
 /// Start only the machine and server controllers (to measure their requests alone, once the
 /// cluster is ready).
 pub fn start_machine_controllers(h: &Harness) -> Controllers {
-    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|v| *v).await;
-    };
-    let tasks = vec![
-        tokio::spawn(capo_controller::machine::run(
-            ctx.clone(),
-            shutdown(rx.clone()),
-        )),
-        tokio::spawn(capo_controller::server::run(ctx, shutdown(rx))),
-    ];
-    Controllers { stop: tx, tasks }
+    let (_, stop, tasks) = spawn_controllers(h, false, true);
+    Controllers { stop, tasks }
 }
 
 /// Cluster with a managed network and the API load balancer.

@@ -111,34 +111,8 @@ impl Harness {
 
     fn spawn(&mut self, all: bool) {
         self.stop();
-        let ctx = Context::new(
-            self.client.clone(),
-            self.sessions.clone(),
-            self.options.clone(),
-        );
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|v| *v).await;
-        };
-        let mut tasks = vec![tokio::spawn(capo_controller::cluster::run(
-            ctx.clone(),
-            shutdown(rx.clone()),
-        ))];
-        if all {
-            tasks.push(tokio::spawn(capo_controller::machine::run(
-                ctx.clone(),
-                shutdown(rx.clone()),
-            )));
-            tasks.push(tokio::spawn(capo_controller::server::run(
-                ctx.clone(),
-                shutdown(rx.clone()),
-            )));
-        }
-        self.running = Some(Running {
-            ctx,
-            stop: tx,
-            tasks,
-        });
+        let (ctx, stop, tasks) = spawn_controllers(self, true, all);
+        self.running = Some(Running { ctx, stop, tasks });
     }
 
     /// An OpenStack session on the simulator's `capo` project (to make pre-existing
@@ -366,6 +340,43 @@ spec:
             })
             .collect()
     }
+}
+
+/// Spawn controllers on a fresh context (nothing remembered, as after a restart of the
+/// manager): the cluster controller when `cluster`, the machine and server controllers when
+/// `machines`. Sending `true` on the returned channel shuts them down.
+pub fn spawn_controllers(
+    h: &Harness,
+    cluster: bool,
+    machines: bool,
+) -> (
+    Arc<Context>,
+    tokio::sync::watch::Sender<bool>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
+    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let mut tasks = Vec::new();
+    if cluster {
+        tasks.push(tokio::spawn(capo_controller::cluster::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )));
+    }
+    if machines {
+        tasks.push(tokio::spawn(capo_controller::machine::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )));
+        tasks.push(tokio::spawn(capo_controller::server::run(
+            ctx.clone(),
+            shutdown(rx.clone()),
+        )));
+    }
+    (ctx, tx, tasks)
 }
 
 impl Drop for Harness {
