@@ -52,6 +52,9 @@ pub fn run(opts: &DemoOptions) -> Result<()> {
 }
 
 async fn run_async(opts: &DemoOptions) -> Result<()> {
+    // Listen for Ctrl-C (and SIGTERM) from the start: a signal that arrives before a listener
+    // exists would be lost, and `--keep` would then wait forever.
+    let mut stop = Stop::listen()?;
     let mut p = Printer::new();
     p.line("starting capo-sim, kube-apiserver + etcd and capo-controller-manager");
     let (world, mut manager) = World::start(opts.verbosity, |t| p.line(t)).await?;
@@ -62,7 +65,7 @@ async fn run_async(opts: &DemoOptions) -> Result<()> {
             Ok(Err(e)) => e.to_string(),
             Err(e) => e.to_string(),
         }))),
-        _ = tokio::signal::ctrl_c() => Err(Error::Demo("interrupted".into())),
+        () = stop.recv() => Err(Error::Demo("interrupted".into())),
     };
     if let Err(e) = &outcome {
         eprintln!(
@@ -73,14 +76,39 @@ async fn run_async(opts: &DemoOptions) -> Result<()> {
         return outcome;
     }
     if opts.keep {
-        keep_running(&world, &p).await;
-        p.line("Ctrl-C: stopping");
+        keep_running(&world, &p, &mut stop).await;
+        p.line("signal received: stopping");
     } else {
         teardown(&world, &mut p, opts).await?;
     }
     world.stop(manager).await?;
     p.line("stopped capo-controller-manager, kube-apiserver, etcd and capo-sim");
     Ok(())
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM, listened to for the whole run.
+struct Stop {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Stop {
+    fn listen() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let err = |e: std::io::Error| Error::Demo(format!("installing signal handlers: {e}"));
+        Ok(Self {
+            int: signal(SignalKind::interrupt()).map_err(err)?,
+            term: signal(SignalKind::terminate()).map_err(err)?,
+        })
+    }
+
+    /// The next SIGINT or SIGTERM (cancel-safe: a signal is not lost when a select drops this).
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
 }
 
 fn dynamic(client: &Client, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
@@ -299,7 +327,7 @@ async fn print_inventory(client: &Client, p: &Printer, cluster: &str) -> Result<
 }
 
 /// `--keep`: say how to look around, wait for Ctrl-C.
-async fn keep_running(world: &World, p: &Printer) {
+async fn keep_running(world: &World, p: &Printer, stop: &mut Stop) {
     let kubectl = std::env::var(capo_testkit::paths::ENV_DIR_VAR)
         .map(|d| format!("{d}/bin/kubectl"))
         .unwrap_or_else(|_| "kubectl".to_owned());
@@ -310,7 +338,7 @@ async fn keep_running(world: &World, p: &Printer) {
         world.sim.base_url(),
         world.log.display(),
     ));
-    let _ = tokio::signal::ctrl_c().await;
+    stop.recv().await;
 }
 
 /// Delete the machines, then the cluster; wait until the controllers removed everything from

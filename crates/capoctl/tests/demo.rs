@@ -50,20 +50,39 @@ fn demo_runs_to_completion() {
 fn demo_keep_runs_until_interrupted() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
+    use std::time::{Duration, Instant};
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_capoctl"))
         .args(["demo", "--keep", "--timeout=4m", "--cluster-name=kept"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    // Lines arrive through a channel so that a hanging demo fails the test instead of hanging it.
     let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut seen = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        seen.push_str(&line);
-        seen.push('\n');
-        if line.starts_with("Everything keeps running until Ctrl-C") {
-            break;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.starts_with("Everything keeps running until Ctrl-C") {
+                    break;
+                }
+            }
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no keep message ({e}):\n{seen}");
+            }
         }
     }
     assert!(seen.contains("=== cluster kept is Ready ==="), "{seen}");
@@ -75,6 +94,16 @@ fn demo_keep_runs_until_interrupted() {
             .unwrap()
             .success()
     );
-    let status = child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the demo did not stop within 60 s of SIGINT:\n{seen}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(status.success(), "exit after Ctrl-C: {status}\n{seen}");
 }

@@ -198,10 +198,12 @@ async fn finish_election(handle: Election) -> Result<()> {
     Ok(())
 }
 
+/// Wait for `tasks` (already told to stop) with one deadline for all of them; abort the rest.
 async fn stop_tasks(what: &str, tasks: Vec<JoinHandle<()>>) {
+    let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
     for t in tasks {
         let abort = t.abort_handle();
-        if tokio::time::timeout(STOP_TIMEOUT, t).await.is_err() {
+        if tokio::time::timeout_at(deadline, t).await.is_err() {
             tracing::warn!(what, "did not stop in time; aborted");
             abort.abort();
         }

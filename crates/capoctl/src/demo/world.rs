@@ -30,6 +30,9 @@ pub struct World {
     pub metrics_url: String,
 }
 
+/// The CRD whose presence shows capo's CRDs were installed.
+const CAPO_CRD: &str = "openstackclusters.infrastructure.cluster.x-k8s.io";
+
 fn demo_err(what: &str) -> impl FnOnce(String) -> Error + '_ {
     move |e| Error::Demo(format!("{what}: {e}"))
 }
@@ -69,6 +72,13 @@ impl World {
         let env = TestEnv::start()
             .await
             .map_err(|e| demo_err("starting kube-apiserver and etcd")(e.to_string()))?;
+        if !env.crd_names().iter().any(|n| n == CAPO_CRD) {
+            return Err(Error::Demo(format!(
+                "capo's CRDs were not installed (no {CAPO_CRD}): run the demo from the source \
+                 tree it was built from (hack/demo.sh), or set {}=<repository>/config/crd/bases",
+                capo_testkit::paths::CRD_DIR_VAR
+            )));
+        }
         say(format!(
             "kube-apiserver + etcd ready with {} CRDs (capo, Cluster API, ORC)",
             env.crd_names().len()
