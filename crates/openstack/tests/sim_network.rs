@@ -130,7 +130,12 @@ async fn neutron_calls() {
     .unwrap();
     // Tags in the create body (Neutron's tag-creation extension, which the simulator offers).
     assert_eq!(sg.tags, vec!["made-with-the-create".to_owned()]);
-    assert!(s.network_extensions().await.unwrap().contains("tag-creation"));
+    assert!(
+        s.network_extensions()
+            .await
+            .unwrap()
+            .contains("tag-creation")
+    );
     let rule: SecurityGroupRule = create(
         &s,
         SECURITY_GROUP_RULE,
