@@ -318,6 +318,12 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     wait_machine_ready(&h, "cp-3").await;
     let inventory = wait_inventory(&h, 5).await;
     assert!(inventory.contains("cp-3"));
+    let cp3 = servers(&h).get("cp-3").await.unwrap();
+    assert_eq!(
+        cp3.spec.ports[0].allowed_address_pairs[0].ip_address,
+        cp.vip.clone().unwrap(),
+        "the new control plane accepts the VIP too"
+    );
     let o = h.clusters().get("e1").await.unwrap();
     let cp_after = ext_status(&o)
         .load_balancers
@@ -430,6 +436,14 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
         "1 API + 3 ingress listeners: {inv:?}"
     );
     assert_eq!(inv.get("floatingips"), Some(&2), "{inv:?}");
+    // No bastion and no NTP override: ExtensionsReady names what Ansible will not get.
+    let ready = capo_controller::conditions::get(&st.conditions, "ExtensionsReady").unwrap();
+    assert_eq!(ready.status, "False");
+    let why = ready.message.clone().unwrap_or_default();
+    assert!(
+        why.contains("ntp_server") && why.contains("vip_mgmt"),
+        "{why}"
+    );
     let vars = key(&secret(&h, "o1-ansible").await.unwrap(), "vars.yaml");
     assert!(
         vars.contains(&format!("ingress_virtual_vip: {}", ingress.vip.unwrap())),
