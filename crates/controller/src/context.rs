@@ -29,6 +29,10 @@ pub struct Options {
     /// A converged object whose spec did not change is fully re-verified against the cloud at
     /// most this often; in between, a steady reconcile only probes its key resources.
     pub verify_period: Duration,
+    /// A steady cluster probes its network and load balancer at most this often; reconciles
+    /// in between (machines coming and going wake the cluster to re-render its inventory)
+    /// make no OpenStack request.
+    pub probe_interval: Duration,
     /// First and last delay of the error backoff.
     pub backoff_min: Duration,
     /// See `backoff_min`.
@@ -54,6 +58,7 @@ impl Default for Options {
             requeue_pending_max: Duration::from_secs(30),
             sync_period: Duration::from_secs(600),
             verify_period: Duration::from_secs(3600),
+            probe_interval: Duration::from_secs(60),
             backoff_min: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
             slow_retry: Duration::from_secs(120),
@@ -73,6 +78,8 @@ pub struct Converged {
     pub fingerprint: String,
     /// When the cloud was last fully verified.
     pub verified_at: Instant,
+    /// When the cloud was last verified or probed.
+    pub probed_at: Instant,
 }
 
 /// The shared context of the controllers.
@@ -184,6 +191,7 @@ impl Context {
                 Converged {
                     fingerprint,
                     verified_at,
+                    probed_at: Instant::now(),
                 },
             );
         }

@@ -80,7 +80,7 @@ pub(super) fn network_converged(ctx: &Context, key: &str, fp: &str) -> bool {
 }
 
 /// True when the cluster converged with this fingerprint, was verified recently, and the
-/// probe found no drift. On drift the memo is dropped (the caller runs a full reconcile).
+/// probe (at most once per `probe_interval`) found no drift. On drift the memo is dropped (the caller runs a full reconcile).
 pub(super) async fn is_steady(
     ctx: &Context,
     key: &str,
@@ -93,6 +93,9 @@ pub(super) async fn is_steady(
     };
     if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
         return Ok(false);
+    }
+    if c.probed_at.elapsed() < ctx.options.probe_interval {
+        return Ok(true);
     }
     let targets = ProbeTargets {
         network_id: status.network.as_ref().map(|n| n.id.as_str()),

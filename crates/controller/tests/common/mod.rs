@@ -41,6 +41,8 @@ pub fn fast_options(ns: &str) -> Options {
         requeue_pending_max: Duration::from_secs(1),
         sync_period: Duration::from_secs(600),
         verify_period: Duration::from_secs(3600),
+        // Every steady reconcile probes, so the economy test measures the probe.
+        probe_interval: Duration::ZERO,
         backoff_min: Duration::from_millis(100),
         backoff_max: Duration::from_secs(2),
         slow_retry: Duration::from_secs(2),
