@@ -28,6 +28,7 @@ pub mod conditions;
 pub mod context;
 pub mod credentials;
 pub mod error;
+pub mod fingerprint;
 pub mod machine;
 pub mod metrics;
 pub mod runtime;

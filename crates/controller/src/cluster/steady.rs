@@ -8,10 +8,10 @@
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_cloud::probe::{ProbeTargets, cluster_drift};
 use capo_openstack::Session;
-use sha2::{Digest, Sha256};
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fingerprint::Fingerprint;
 
 /// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned.
 pub(super) fn fingerprint(
@@ -22,16 +22,9 @@ pub(super) fn fingerprint(
     spec.control_plane_endpoint = None;
     let mut status = status.clone();
     status.conditions.clear();
-    let ser = |v: serde_json::Result<Vec<u8>>| {
-        v.map_err(|source| Error::Serialize {
-            what: "fingerprint",
-            source,
-        })
-    };
-    let mut h = Sha256::new();
-    h.update(osc.metadata.uid.as_deref().unwrap_or_default());
-    h.update(ser(serde_json::to_vec(&spec))?);
-    h.update(ser(serde_json::to_vec(&status))?);
+    let mut h = Fingerprint::new();
+    h.bytes(osc.metadata.uid.as_deref().unwrap_or_default());
+    h.json(&spec)?.json(&status)?;
     let mut ann: Vec<(&String, &String)> = osc
         .metadata
         .annotations
@@ -40,8 +33,8 @@ pub(super) fn fingerprint(
         .filter(|(k, _)| k.contains("capo"))
         .collect();
     ann.sort();
-    h.update(ser(serde_json::to_vec(&ann))?);
-    Ok(format!("{:x}", h.finalize()))
+    h.json(&ann)?;
+    Ok(h.finish())
 }
 
 /// Fingerprint of the network layer only (spec, external network, network, router, security
@@ -62,14 +55,10 @@ pub(super) fn network_fingerprint(
         &status.worker_security_group,
         &status.bastion_security_group,
     );
-    let v = serde_json::to_vec(&parts).map_err(|source| Error::Serialize {
-        what: "fingerprint",
-        source,
-    })?;
-    let mut h = Sha256::new();
-    h.update(osc.metadata.uid.as_deref().unwrap_or_default());
-    h.update(v);
-    Ok(format!("{:x}", h.finalize()))
+    let mut h = Fingerprint::new();
+    h.bytes(osc.metadata.uid.as_deref().unwrap_or_default());
+    h.json(&parts)?;
+    Ok(h.finish())
 }
 
 /// True when the network layer converged with this fingerprint within the verify period.

@@ -6,11 +6,11 @@
 
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackMachine;
-use sha2::{Digest, Sha256};
 
 use super::apply::Inputs;
 use super::ingress;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::fingerprint::Fingerprint;
 
 /// Fingerprint of a machine's inputs.
 pub(super) fn fingerprint(
@@ -22,22 +22,14 @@ pub(super) fn fingerprint(
     spec.provider_id = None;
     let mut server = oss.and_then(|o| o.status.clone()).unwrap_or_default();
     server.conditions.clear();
-    let ser = |v: serde_json::Result<Vec<u8>>| {
-        v.map_err(|source| Error::Serialize {
-            what: "fingerprint",
-            source,
-        })
-    };
-    let mut h = Sha256::new();
-    h.update(osm.metadata.uid.as_deref().unwrap_or_default());
-    h.update(ser(serde_json::to_vec(&spec))?);
-    h.update(ser(serde_json::to_vec(&server))?);
-    h.update(ser(serde_json::to_vec(&(
+    let mut h = Fingerprint::new();
+    h.bytes(osm.metadata.uid.as_deref().unwrap_or_default());
+    h.json(&spec)?.json(&server)?.json(&(
         oss.map(|o| o.metadata.deletion_timestamp.is_some()),
         &inp.machine.spec.failure_domain,
         &inp.machine.spec.bootstrap.data_secret_name,
         inp.control_plane,
         format!("{:?}", ingress::mode(inp.osc, inp.control_plane)),
-    )))?);
-    Ok(format!("{:x}", h.finalize()))
+    ))?;
+    Ok(h.finish())
 }

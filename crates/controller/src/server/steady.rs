@@ -3,28 +3,21 @@
 
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_openstack::{Session, compute};
-use sha2::{Digest, Sha256};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
 
 /// Fingerprint of what a converged reconcile depended on: UID, generation, spec, and the status
 /// without conditions.
 pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus) -> Result<String> {
     let mut status = status.clone();
     status.conditions.clear();
-    let ser = |v: serde_json::Result<Vec<u8>>| {
-        v.map_err(|source| Error::Serialize {
-            what: "fingerprint",
-            source,
-        })
-    };
-    let mut h = Sha256::new();
-    h.update(oss.metadata.uid.as_deref().unwrap_or_default());
-    h.update(oss.metadata.generation.unwrap_or_default().to_le_bytes());
-    h.update(ser(serde_json::to_vec(&oss.spec))?);
-    h.update(ser(serde_json::to_vec(&status))?);
-    Ok(format!("{:x}", h.finalize()))
+    let mut h = Fingerprint::new();
+    h.bytes(oss.metadata.uid.as_deref().unwrap_or_default());
+    h.bytes(oss.metadata.generation.unwrap_or_default().to_le_bytes());
+    h.json(&oss.spec)?.json(&status)?;
+    Ok(h.finish())
 }
 
 /// True when the server converged with this fingerprint, was verified within the period, and
