@@ -23,15 +23,16 @@
 //! - Every function returns the IDs it ensured, so the caller can write them to status at once.
 //!
 //! ## Request budget (capo-sim, warm session; golden traces in `tests/golden/`)
-//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 12
-//! requests (5 reads, among them the once-per-session Neutron extension list; 7 writes: 5
-//! creates carrying their tags, 1 router interface, and all 12 rules in one Neutron bulk
-//! create), steady reconcile 6 (all GETs: external network, network, subnet, router, router
-//! ports, one list of the groups with their rules), rebuild from names after a lost status 6,
-//! delete 10.
-//! Tags go into the create body when Neutron offers the `tag-creation` extension (2024.1+);
-//! otherwise they are written with a separate `PUT .../tags`, and a crash between the two is
-//! healed by adoption (an untagged resource with our name is ours to tag).
+//! Managed network + subnet + router + 2 security groups (no bastion, no LB): create 16
+//! requests (3 reads; 13 writes: 5 creates, 5 tag writes, 1 router interface, and the rules
+//! in one Neutron bulk create per group), steady reconcile 6 (all GETs: external network,
+//! network, subnet, router, router ports, one list of the groups with their rules), rebuild
+//! from names after a lost status 6, delete 10.
+//! Tags are written with a separate `PUT .../tags` after the create, as upstream does: Neutron
+//! refuses `tags` in the create body of every resource but ports ("Attribute 'tags' not
+//! allowed in POST"), whatever its extension list says (`tag-creation` only lets the tags
+//! sub-resource take several tags at once). A crash between create and tag write is healed
+//! by adoption: an untagged resource with our name is ours to tag.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -176,7 +176,6 @@ async fn byo_router_is_used_and_never_deleted() {
             network_id: ext[0].id.clone(),
             external_fixed_ips: vec![],
         }),
-        tags: Vec::new(),
     };
     let byo: Router = net::create(&env.s, ROUTER, &body).await.unwrap();
     let mut spec = managed_spec();

@@ -197,7 +197,7 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
         // A lost reply: the network exists but we never saw its ID.
         fault("POST", "/networks$", 503, true),
         fault("POST", "/subnets$", 409, false),
-        fault("GET", "/extensions$", 503, false),
+        fault("PUT", "/networks/[^/]+/tags$", 503, false),
         fault("PUT", "/add_router_interface$", 503, false),
         fault("POST", "/security-groups$", 503, true),
         fault("POST", "/security-group-rules$", 503, false),

@@ -51,7 +51,6 @@ struct Inner {
     generation: AtomicU64,
     token_requests: AtomicU64,
     versions: std::sync::Mutex<HashMap<Service, Arc<OnceCell<VersionRange>>>>,
-    network_extensions: OnceCell<Arc<std::collections::BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -83,7 +82,6 @@ impl Session {
                 generation: AtomicU64::new(0),
                 token_requests: AtomicU64::new(0),
                 versions: std::sync::Mutex::new(HashMap::new()),
-                network_extensions: OnceCell::new(),
             }),
         }
     }
@@ -170,18 +168,6 @@ impl Session {
         cell.get_or_try_init(|| self.discover(service))
             .await
             .copied()
-    }
-
-    /// Aliases of the Neutron API extensions, listed once per session (one GET).
-    pub async fn network_extensions(&self) -> Result<Arc<std::collections::BTreeSet<String>>> {
-        self.inner
-            .network_extensions
-            .get_or_try_init(|| async {
-                let list = crate::network::list_extensions(self).await?;
-                Ok(Arc::new(list.into_iter().map(|e| e.alias).collect()))
-            })
-            .await
-            .cloned()
     }
 
     /// A valid token (fresh, or newly requested) and its generation.

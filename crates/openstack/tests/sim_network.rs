@@ -123,19 +123,18 @@ async fn neutron_calls() {
         &SecurityGroupCreate {
             name: "k8s-sg".into(),
             description: None,
-            tags: vec!["made-with-the-create".into()],
         },
     )
     .await
     .unwrap();
-    // Tags in the create body (Neutron's tag-creation extension, which the simulator offers).
-    assert_eq!(sg.tags, vec!["made-with-the-create".to_owned()]);
-    assert!(
-        s.network_extensions()
-            .await
-            .unwrap()
-            .contains("tag-creation")
-    );
+    // Neutron takes no tags in a create body (only ports may carry them): the tags call sets
+    // them, replacing all.
+    assert!(sg.tags.is_empty());
+    net::replace_tags(&s, SECURITY_GROUP, &sg.id, &["made-by-put".to_owned()])
+        .await
+        .unwrap();
+    let tagged: SecurityGroup = net::get(&s, SECURITY_GROUP, &sg.id).await.unwrap();
+    assert_eq!(tagged.tags, vec!["made-by-put".to_owned()]);
     let rule: SecurityGroupRule = create(
         &s,
         SECURITY_GROUP_RULE,

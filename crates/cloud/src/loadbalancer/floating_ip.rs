@@ -13,7 +13,7 @@ use capo_openstack::Session;
 use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, FloatingIpCreate, ListFilter};
 
 use crate::error::{Context, Error, Result};
-use crate::networking::lookup::{create_tags, delete_opt};
+use crate::networking::lookup::delete_opt;
 use crate::ownership::Owner;
 
 /// The API floating IP as found or allocated.
@@ -170,11 +170,6 @@ pub async fn ensure_floating_ip(
         } else {
             desc
         }),
-        tags: if wanted.is_none() {
-            create_tags(s, owner).await?
-        } else {
-            Vec::new()
-        },
         ..Default::default()
     };
     let fip: FloatingIp = net::create(s, FLOATING_IP, &body)

@@ -108,21 +108,6 @@ pub async fn find_owned<T: DeserializeOwned + Tagged>(
     pick_owned(owner, kind, candidates)
 }
 
-/// Tags to put in a create body: the owner's desired tags when Neutron can set tags on
-/// create (`tag-creation`, one extension list per session), else none (the caller's
-/// [`ensure_tags`] then writes them with a separate PUT).
-pub async fn create_tags(s: &Session, owner: &Owner) -> Result<Vec<String>> {
-    let ext = s
-        .network_extensions()
-        .await
-        .map_err(|e| Error::api("list Neutron extensions", e))?;
-    Ok(if ext.contains("tag-creation") {
-        owner.desired_tags()
-    } else {
-        Vec::new()
-    })
-}
-
 /// Make sure an owned or adopted resource carries every desired tag (one PUT when not).
 pub async fn ensure_tags<T: Tagged>(
     s: &Session,

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{
-    create_tags, delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
+    delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
 };
 use crate::ownership::Owner;
 
@@ -105,7 +105,6 @@ async fn network_with_origin(
         mtu,
         port_security_enabled: spec.disable_port_security.filter(|d| *d).map(|_| false),
         admin_state_up: None,
-        tags: create_tags(s, owner).await?,
     };
     let mut n: Network = net::create(s, NETWORK, &body)
         .await
@@ -181,7 +180,6 @@ async fn create_subnet(
             })
             .collect(),
         gateway_ip: None,
-        tags: create_tags(s, owner).await?,
     };
     net::create(s, SUBNET, &body)
         .await

@@ -18,7 +18,7 @@ use capo_openstack::network::{
 
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{
-    create_tags, delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
+    delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
 };
 use crate::networking::network::{detach, is_managed_network};
 use crate::ownership::Owner;
@@ -95,8 +95,7 @@ async fn ensure_managed_router(
                     owner.namespace, owner.name
                 )),
                 external_gateway_info: Some(gateway(s, spec, ext).await?),
-                tags: create_tags(s, owner).await?,
-            };
+                    };
             let r = net::create(s, ROUTER, &body)
                 .await
                 .ctx(|| format!("create router {name}"))?;

@@ -15,7 +15,7 @@ use capo_openstack::network::{
 };
 
 use crate::error::{Context, Error, Result};
-use crate::networking::lookup::{create_tags, delete_opt, ensure_tags, pick_owned};
+use crate::networking::lookup::{delete_opt, ensure_tags, pick_owned};
 use crate::ownership::Owner;
 use crate::plan::rule_diff::{DesiredRule, diff};
 use crate::plan::security_groups::{GroupIds, desired_groups, desired_rules, managed};
@@ -165,7 +165,6 @@ async fn create_group(s: &Session, owner: &Owner, name: &str) -> Result<Security
             "Created by capo for OpenStackCluster {}/{}",
             owner.namespace, owner.name
         )),
-        tags: create_tags(s, owner).await?,
     };
     net::create(s, SECURITY_GROUP, &body)
         .await
@@ -186,24 +185,37 @@ async fn reconcile_rules(
     Ok(d.create.iter().map(|r| r.to_create(&g.id)).collect())
 }
 
-/// Create every missing rule of every group in one Neutron bulk request (atomic: a failure
-/// creates none, and a lost reply is healed by the next diff, which sees what was created).
+/// Create the missing rules, one request per security group: a Neutron bulk create is atomic
+/// (a failure creates none, and a lost reply is healed by the next diff, which sees what was
+/// created), but Neutron refuses a bulk whose rules belong to more than one group
+/// (`SecurityGroupNotSingleGroupRules`).
 async fn create_rules(s: &Session, rules: &[SecurityGroupRule]) -> Result<()> {
-    match rules {
-        [] => Ok(()),
-        [one] => {
-            let _: SecurityGroupRule = net::create(s, SECURITY_GROUP_RULE, one)
-                .await
-                .ctx(|| format!("create rule {:?}", one.description))?;
-            Ok(())
-        }
-        many => {
-            let _: Vec<SecurityGroupRule> = net::create_bulk(s, SECURITY_GROUP_RULE, many)
-                .await
-                .ctx(|| format!("create {} security group rules", many.len()))?;
-            Ok(())
+    let mut groups: Vec<&str> = Vec::new();
+    for r in rules {
+        if !groups.contains(&r.security_group_id.as_str()) {
+            groups.push(&r.security_group_id);
         }
     }
+    for group in groups {
+        let of_group: Vec<&SecurityGroupRule> = rules
+            .iter()
+            .filter(|r| r.security_group_id == group)
+            .collect();
+        match of_group.as_slice() {
+            [] => {}
+            [one] => {
+                let _: SecurityGroupRule = net::create(s, SECURITY_GROUP_RULE, one)
+                    .await
+                    .ctx(|| format!("create rule {:?}", one.description))?;
+            }
+            many => {
+                let _: Vec<SecurityGroupRule> = net::create_bulk(s, SECURITY_GROUP_RULE, many)
+                    .await
+                    .ctx(|| format!("create {} rules of security group {group}", many.len()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Delete the three managed groups (bastion's too, whether or not it is enabled now). Absent

@@ -59,9 +59,6 @@ pub struct NetworkCreate {
     pub port_security_enabled: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_state_up: Option<bool>,
-    /// Tags set by the create itself (Neutron `tag-creation` extension); empty: none sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
 }
 
 /// An allocation pool.
@@ -113,9 +110,6 @@ pub struct SubnetCreate {
     pub allocation_pools: Vec<AllocationPool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway_ip: Option<String>,
-    /// Tags set by the create itself (Neutron `tag-creation` extension); empty: none sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
 }
 
 /// A router's external gateway.
@@ -152,9 +146,6 @@ pub struct RouterCreate {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external_gateway_info: Option<ExternalGateway>,
-    /// Tags set by the create itself (Neutron `tag-creation` extension); empty: none sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
 }
 
 /// Reply of add_router_interface.
@@ -281,9 +272,6 @@ pub struct SecurityGroupCreate {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Tags set by the create itself (Neutron `tag-creation` extension); empty: none sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
 }
 
 /// A floating IP.
@@ -320,9 +308,6 @@ pub struct FloatingIpCreate {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subnet_id: Option<String>,
-    /// Tags set by the create itself (Neutron `tag-creation` extension); empty: none sent.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
 }
 
 /// A trunk sub-port.
