@@ -598,10 +598,14 @@ class Env:
                                        tags=["amphora"], wait=True)
         octavia.close()
         for fid, name, vcpus, ram, disk in (("1", "m1.small", 1, 2048, 20), ("2", "m1.medium", 2, 4096, 40),
-                                            ("3", "m1.large", 4, 8192, 80),
-                                            ("amphora", "amphora", 1, 1024, 2)):
+                                            ("3", "m1.large", 4, 8192, 80)):
             if not c.compute.find_flavor(name):
                 c.compute.create_flavor(id=fid, name=name, vcpus=vcpus, ram=ram, disk=disk)
+        # The amphora flavor is private to the service project, as on a real cloud.
+        if not c.compute.find_flavor("amphora", ignore_missing=True, is_public=None):
+            amp = c.compute.create_flavor(id="amphora", name="amphora", vcpus=1, ram=1024, disk=2,
+                                          is_public=False)
+            c.compute.flavor_add_tenant_access(amp, svc_project.id)
         # Every host in an aggregate of its zone, the default zone too: Nova's placement prefilter
         # only narrows hosts for zones that have an aggregate.
         for host, az in COMPUTE_HOSTS:
