@@ -11,7 +11,7 @@ fn spec(enabled: bool, flavor: &str) -> String {
     format!(
         "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.5.0.0/24
 managedSecurityGroups: {{}}
@@ -45,7 +45,7 @@ async fn bastion_enable_change_disable_and_delete() {
     let first_id = b.id.clone().unwrap();
     assert!(b.floating_ip.as_deref().unwrap().starts_with("172.24.4."));
     assert!(o.status.as_ref().unwrap().bastion_security_group.is_some());
-    assert_eq!(h.inventory().get("servers"), Some(&1));
+    assert_eq!(h.inventory().await.get("servers"), Some(&1));
     // The operator changes the bastion's flavor: replaced.
     h.create_cluster("b1", &spec(true, "m1.medium")).await;
     let o = h
@@ -63,10 +63,10 @@ async fn bastion_enable_change_disable_and_delete() {
         })
         .await;
     assert_eq!(
-        h.inventory().get("servers"),
+        h.inventory().await.get("servers"),
         Some(&1),
         "{:?}",
-        h.inventory()
+        h.inventory().await
     );
     assert!(o.status.unwrap().bastion.unwrap().floating_ip.is_some());
     // Disabled: server and its floating IP go.
@@ -75,8 +75,8 @@ async fn bastion_enable_change_disable_and_delete() {
         o.status.as_ref().is_some_and(|s| s.bastion.is_none())
     })
     .await;
-    let inv = h.inventory();
-    let state = h.sim.control().state(Some(&h.project()));
+    let inv = h.inventory().await;
+    let state = h.sim().control().state(Some(&h.project()));
     assert_eq!(inv.get("servers"), None, "{inv:?}");
     assert_eq!(
         inv.get("floatingips"),
@@ -89,5 +89,9 @@ async fn bastion_enable_change_disable_and_delete() {
         .await;
     h.delete_cluster("b1").await;
     h.wait_gone("b1", 90).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }

@@ -17,7 +17,7 @@ use kube::api::ListParams;
 
 const SPEC: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.6.0.0/24
 apiServerLoadBalancer:
@@ -50,7 +50,7 @@ async fn create_steady_delete_request_counts() {
     let mut h = Harness::new("economy").await;
     // Warm the session (token, catalog, version discovery) as a running manager would have it.
     h.start();
-    h.sim.control().clear_requests();
+    h.sim().control().clear_requests();
     h.create_cluster("c1", SPEC).await;
     h.wait_ready("c1").await;
     // Let the reconciles triggered by our own writes (status, endpoint) settle.
@@ -63,7 +63,7 @@ async fn create_steady_delete_request_counts() {
     }
 
     // One steady reconcile, driven directly with the running context.
-    h.sim.control().clear_requests();
+    h.sim().control().clear_requests();
     let ctx: Arc<capo_controller::Context> = h.ctx().unwrap();
     let osc = h.clusters().get("c1").await.unwrap();
     capo_controller::cluster::reconcile(Arc::new(osc), ctx)
@@ -71,7 +71,7 @@ async fn create_steady_delete_request_counts() {
         .unwrap();
     let steady = h.requests();
 
-    h.sim.control().clear_requests();
+    h.sim().control().clear_requests();
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
     let delete_writes = h.writes();
@@ -107,5 +107,5 @@ async fn create_steady_delete_request_counts() {
         .items
         .len();
     assert_eq!(left, 0);
-    assert!(h.inventory().is_empty(), "{:?}", h.inventory());
+    assert!(h.inventory().await.is_empty(), "{:?}", h.inventory().await);
 }

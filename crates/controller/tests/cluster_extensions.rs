@@ -19,7 +19,7 @@ use serde_json::Value;
 
 const SPEC: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.4.0.0/24
 managedSecurityGroups:
@@ -146,7 +146,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
             .is_none(),
         "no Octavia"
     );
-    let state = h.sim.control().state(Some(&h.project()));
+    let state = h.sim().control().state(Some(&h.project()));
     let fip = state["floatingips"]
         .as_array()
         .unwrap()
@@ -228,7 +228,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
         w0.spec.ports[0].allowed_address_pairs[0].ip_address,
         ingress.vip.clone().unwrap()
     );
-    let port = &items(&h, "ports")
+    let port = &sim_items(&h, "ports")
         .into_iter()
         .find(|p| p["device_id"].as_str() == cp0.status.as_ref().unwrap().instance_id.as_deref())
         .unwrap();
@@ -342,7 +342,11 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     }
     h.delete_cluster("e1").await;
     h.wait_gone("e1", 90).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
     assert!(secret(&h, "e1-ansible").await.is_none());
     assert!(secret(&h, "e1-ssh").await.is_none());
     assert!(
@@ -376,7 +380,7 @@ async fn wait_inventory(h: &Harness, n: usize) -> String {
 
 const OCTAVIA: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.3.0.0/24
 managedSecurityGroups: {}
@@ -428,7 +432,7 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
     assert_eq!(cp.load_balancer_id.as_deref(), Some(api.id.as_str()));
     let ingress = lbs.ingress.unwrap();
     assert_ne!(ingress.load_balancer_id, cp.load_balancer_id);
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert_eq!(inv.get("loadbalancers"), Some(&2), "{inv:?}");
     assert_eq!(
         inv.get("listeners"),
@@ -451,6 +455,10 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
     );
     h.delete_cluster("o1").await;
     h.wait_gone("o1", 90).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
     assert!(secret(&h, "o1-ansible").await.is_none());
 }

@@ -13,7 +13,7 @@ use common::Harness;
 
 const SPEC: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.8.0.0/24
 apiServerLoadBalancer:
@@ -40,15 +40,16 @@ fn one_set() -> BTreeMap<String, usize> {
 }
 
 /// The inventory without ports and rules (their counts follow from the rest).
-fn resources(h: &Harness) -> BTreeMap<String, usize> {
-    let mut inv = h.inventory();
+async fn resources(h: &Harness) -> BTreeMap<String, usize> {
+    let mut inv = h.inventory().await;
     inv.remove("ports");
     inv.remove("security_group_rules");
     inv
 }
 
-fn rules(h: &Harness) -> usize {
+async fn rules(h: &Harness) -> usize {
     h.inventory()
+        .await
         .get("security_group_rules")
         .copied()
         .unwrap_or(0)
@@ -73,7 +74,7 @@ async fn restart_after_every_write(
         assert!(
             Instant::now() < deadline,
             "did not converge; resources {:?}",
-            h.inventory()
+            h.inventory().await
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -90,7 +91,7 @@ async fn killed_after_every_write_converges_to_one_set_and_deletes_everything() 
         .map(|s| (s.to_owned(), 25))
         .into_iter()
         .collect();
-    h.sim.control().set_latency(latency);
+    h.sim().control().set_latency(latency);
     h.start();
     h.create_cluster("r1", SPEC).await;
     let restarts = restart_after_every_write(&mut h, 120, async |h: &Harness| {
@@ -106,15 +107,19 @@ async fn killed_after_every_write_converges_to_one_set_and_deletes_everything() 
         restarts >= 12,
         "too few restarts to mean anything: {restarts}"
     );
-    assert_eq!(resources(&h), one_set());
-    let rules_once = rules(&h);
+    assert_eq!(resources(&h).await, one_set());
+    let rules_once = rules(&h).await;
     h.delete_cluster("r1").await;
     let restarts = restart_after_every_write(&mut h, 120, async |h: &Harness| {
         h.clusters().get_opt("r1").await.unwrap().is_none()
     })
     .await;
     println!("delete: controller restarted {restarts} times");
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
     assert!(rules_once > 0);
 }
 
@@ -152,12 +157,12 @@ async fn lost_replies_on_every_create_never_duplicate() {
             ..Default::default()
         })
         .collect();
-    h.sim.control().add_faults(faults).unwrap();
+    h.sim().control().add_faults(faults).unwrap();
     h.start();
     h.create_cluster("l1", SPEC).await;
     h.wait_ready("l1").await;
     let fired: Vec<_> = h
-        .sim
+        .sim()
         .control()
         .requests()
         .into_iter()
@@ -168,10 +173,14 @@ async fn lost_replies_on_every_create_never_duplicate() {
         paths.len(),
         "every lost reply fired: {fired:?}"
     );
-    assert_eq!(resources(&h), one_set());
+    assert_eq!(resources(&h).await, one_set());
     h.delete_cluster("l1").await;
     h.wait_gone("l1", 60).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,12 +219,12 @@ async fn transient_5xx_409_429_on_every_step_recover() {
             ..Default::default()
         });
     }
-    h.sim.control().add_faults(faults).unwrap();
+    h.sim().control().add_faults(faults).unwrap();
     h.start();
     h.create_cluster("t1", SPEC).await;
     let o = h.wait_ready("t1").await;
     assert!(o.status.unwrap().ready);
-    assert_eq!(resources(&h), one_set());
+    assert_eq!(resources(&h).await, one_set());
     // Deletes fail transiently too.
     let mut faults = Vec::new();
     for p in [
@@ -233,10 +242,14 @@ async fn transient_5xx_409_429_on_every_step_recover() {
             ..Default::default()
         });
     }
-    h.sim.control().add_faults(faults).unwrap();
+    h.sim().control().add_faults(faults).unwrap();
     h.delete_cluster("t1").await;
     h.wait_gone("t1", 90).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -277,7 +290,7 @@ async fn resources_named_by_upstream_without_tags_are_adopted_not_recreated() {
         sn.id,
         "subnet adopted"
     );
-    assert_eq!(resources(&h), one_set());
+    assert_eq!(resources(&h).await, one_set());
     let uid = o.metadata.uid.unwrap();
     let got: Network = net::get(&s, net::NETWORK, &n.id).await.unwrap();
     assert!(
@@ -287,7 +300,11 @@ async fn resources_named_by_upstream_without_tags_are_adopted_not_recreated() {
     );
     h.delete_cluster("up").await;
     h.wait_gone("up", 60).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,8 +378,12 @@ spec:
         net_id,
         "same network adopted"
     );
-    assert_eq!(resources(&h), one_set());
+    assert_eq!(resources(&h).await, one_set());
     h.delete_cluster("mv").await;
     h.wait_gone("mv", 60).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }

@@ -8,7 +8,7 @@ use common::Harness;
 
 const MANAGED_LB: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.6.0.0/24
   dnsNameservers: [10.0.0.2]
@@ -55,7 +55,7 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
         );
     }
     assert_eq!(st.failure_domains.len(), 2, "{:?}", st.failure_domains);
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert_eq!(inv.get("networks"), Some(&1), "{inv:?}");
     assert_eq!(inv.get("loadbalancers"), Some(&1), "{inv:?}");
     assert_eq!(inv.get("floatingips"), Some(&1), "{inv:?}");
@@ -66,13 +66,13 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
     );
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
 
 const NO_LB: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.7.0.0/24
 managedSecurityGroups:
@@ -99,11 +99,11 @@ async fn without_load_balancer_the_endpoint_is_a_floating_ip_deleted_with_the_cl
             .api_server_load_balancer
             .is_none()
     );
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert_eq!(inv.get("floatingips"), Some(&1), "{inv:?}");
     assert_eq!(inv.get("loadbalancers"), None, "{inv:?}");
     // The API rule follows apiServerPort (upstream hard-codes 6443).
-    let state = h.sim.control().state(Some(&h.project()));
+    let state = h.sim().control().state(Some(&h.project()));
     let api_rule = state["security_group_rules"]
         .as_array()
         .unwrap()
@@ -112,7 +112,11 @@ async fn without_load_balancer_the_endpoint_is_a_floating_ip_deleted_with_the_cl
     assert!(api_rule, "no ingress rule for 8443");
     h.delete_cluster("c2").await;
     h.wait_gone("c2", 60).await;
-    assert!(h.inventory().is_empty(), "left behind: {:?}", h.inventory());
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,7 +145,7 @@ async fn pre_existing_network_by_id_and_by_filter_dual_stack_and_byo_router_are_
         net::create(&s, net::ROUTER, &serde_json::json!({"name": "user-router"}))
             .await
             .unwrap();
-    let before = h.inventory();
+    let before = h.inventory().await;
     h.start();
     // By network id, both subnets by filter (dual stack), BYO router by name.
     h.create_cluster(
@@ -149,7 +153,7 @@ async fn pre_existing_network_by_id_and_by_filter_dual_stack_and_byo_router_are_
         &format!(
             "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 network:
   id: {}
 subnets:
@@ -185,7 +189,7 @@ apiServerFixedIP: 10.9.0.10
         &format!(
             "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 subnets:
 - id: {}
 disableAPIServerFloatingIP: true
@@ -203,7 +207,7 @@ managedSecurityGroups: {{}}
         h.wait_gone(name, 60).await;
     }
     assert_eq!(
-        h.inventory(),
+        h.inventory().await,
         before,
         "user resources must survive, ours must go"
     );
@@ -213,7 +217,7 @@ managedSecurityGroups: {{}}
 async fn paused_cluster_makes_no_cloud_call_until_unpaused() {
     let mut h = Harness::new("paused").await;
     h.start();
-    h.sim.control().clear_requests();
+    h.sim().control().clear_requests();
     h.create_cluster_paused("p1", NO_LB, true).await;
     let o = h
         .wait_cluster("p1", 30, "Paused condition", |o| {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackMachine;
-use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache};
+use capo_openstack::{ApiMetrics, ClientConfig, Session, SessionCache};
 use kube::Api;
 use serde_json::Value;
 
@@ -46,7 +46,7 @@ pub fn start_machine_controllers(h: &Harness) -> Controllers {
 /// Cluster with a managed network and the API load balancer.
 pub const CLUSTER_LB: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.6.0.0/24
 apiServerLoadBalancer:
@@ -57,7 +57,7 @@ managedSecurityGroups: {}
 /// Cluster with a managed network and an API floating IP (no load balancer).
 pub const CLUSTER_FIP: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.7.0.0/24
 managedSecurityGroups: {}
@@ -207,18 +207,23 @@ pub async fn wait_machine_gone(h: &Harness, name: &str, secs: u64) {
     }
 }
 
-/// Items of a simulator collection in the test project.
-pub fn items(h: &Harness, collection: &str) -> Vec<Value> {
-    let state = h.sim.control().state(Some(&h.project()));
+/// Items of a simulator collection in the test project (simulator only: synchronous, for
+/// tests that also inject faults).
+pub fn sim_items(h: &Harness, collection: &str) -> Vec<Value> {
+    let state = h.sim().control().state(Some(&h.project()));
     state[collection].as_array().cloned().unwrap_or_default()
 }
 
-/// A session on the simulator's `capo` project (to act behind the controllers' back).
+/// Items of a collection in the test project, on capo-sim or the real services.
+pub async fn items(h: &Harness, collection: &str) -> Vec<Value> {
+    h.items().await.remove(collection).unwrap_or_default()
+}
+
+/// A session of the test project's member, with a cache of its own (to act behind the
+/// controllers' back).
 pub async fn session(h: &Harness) -> Session {
     let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
-    let creds = Credentials::from_clouds_yaml(&h.sim.clouds_yaml(), "capo-sim", None, None)
-        .expect("credentials");
-    cache.session(&creds).expect("session")
+    h.cloud.session(&cache)
 }
 
 /// Wait until `pred` holds (panics after `secs` with `what`).

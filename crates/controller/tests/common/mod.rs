@@ -1,9 +1,12 @@
 //! Test harness of the controller integration tests: a real kube-apiserver (one per test
-//! binary, from capo-testkit), one capo-sim per test, a namespace per test with an identity
-//! Secret for the simulator, and the controllers running in-process restricted to that
+//! binary, from capo-testkit), one cloud per test (a capo-sim, or a project on the real
+//! services with `CAPO_CLOUD=real`: see [`cloud`]), a namespace per test with an identity
+//! Secret for that cloud, and the controllers running in-process restricted to that
 //! namespace, restartable at will.
 
 #![allow(dead_code)]
+
+pub mod cloud;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +16,7 @@ use capo_api::v1beta1::OpenStackCluster;
 use capo_controller::{Context, Options};
 use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
 use capo_sim::{Delays, Sim, SimConfig};
+use cloud::TestCloud;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, Client, ResourceExt};
@@ -22,7 +26,7 @@ use serde_json::Value;
 pub struct Harness {
     pub client: Client,
     pub ns: String,
-    pub sim: Sim,
+    pub cloud: TestCloud,
     pub sessions: Arc<SessionCache>,
     pub options: Options,
     running: Option<Running>,
@@ -64,21 +68,23 @@ pub fn fast_delays() -> Delays {
 }
 
 impl Harness {
-    /// A namespace, a simulator and an identity Secret `cloud-config` (cloud `capo-sim`).
+    /// A namespace, a simulator and an identity Secret `cloud-config` (cloud `openstack`).
     pub async fn new(prefix: &str) -> Harness {
         capo_openstack::tls::ensure_crypto_provider();
         let env = capo_testkit::shared_env().await.expect("test environment");
         let client = env.client();
         let ns = env.new_namespace(prefix).await.expect("namespace");
-        let sim = Sim::start(SimConfig {
-            delays: fast_delays(),
-            ..Default::default()
-        })
-        .await
-        .expect("capo-sim");
+        let cloud = TestCloud::start(
+            prefix,
+            SimConfig {
+                delays: fast_delays(),
+                ..Default::default()
+            },
+        )
+        .await;
         let secret: Secret = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "cloud-config", "namespace": ns},
-            "stringData": {"clouds.yaml": sim.clouds_yaml()},
+            "stringData": {"clouds.yaml": cloud.clouds_yaml()},
         }))
         .expect("secret");
         Api::<Secret>::namespaced(client.clone(), &ns)
@@ -89,11 +95,15 @@ impl Harness {
             ClientConfig::default(),
             ApiMetrics::unregistered(),
         ));
-        let options = fast_options(&ns);
+        let mut options = fast_options(&ns);
+        if cloud.is_real() {
+            // Real Octavia and Nova take seconds, not tens of milliseconds.
+            options.requeue_pending_max = Duration::from_secs(3);
+        }
         Harness {
             client,
             ns,
-            sim,
+            cloud,
             sessions,
             options,
             running: None,
@@ -117,17 +127,15 @@ impl Harness {
         self.running = Some(Running { ctx, stop, tasks });
     }
 
-    /// An OpenStack session on the simulator's `capo` project (to make pre-existing
-    /// resources or break things behind the controller's back).
+    /// The simulator (panics with `CAPO_CLOUD=real`: the test needs its control API).
+    pub fn sim(&self) -> &Sim {
+        self.cloud.sim()
+    }
+
+    /// An OpenStack session on the test project (to make pre-existing resources or break
+    /// things behind the controller's back).
     pub fn session(&self) -> capo_openstack::Session {
-        let creds = capo_openstack::Credentials::from_clouds_yaml(
-            &self.sim.clouds_yaml(),
-            "capo-sim",
-            None,
-            None,
-        )
-        .expect("credentials");
-        self.sessions.session(&creds).expect("session")
+        self.cloud.session(&self.sessions)
     }
 
     /// Kill the controllers at once (no graceful shutdown: in-flight reconciles are dropped).
@@ -283,27 +291,35 @@ spec:
             .expect("delete OpenStackCluster");
     }
 
-    /// Project ID of the `capo` project in the simulator.
+    /// Project ID of the test project.
     pub fn project(&self) -> String {
-        self.sim.control().project_id("capo").expect("project")
+        self.cloud.project()
+    }
+
+    /// Resources of the test project, by collection.
+    pub async fn items(&self) -> BTreeMap<String, Vec<Value>> {
+        self.cloud.items(&self.sessions).await
     }
 
     /// Resources of the project by collection, with counts (empty collections dropped, and
     /// Neutron's own `default` security group and its rules left out).
-    pub fn inventory(&self) -> BTreeMap<String, usize> {
-        let state = self.sim.control().state(Some(&self.project()));
+    pub async fn inventory(&self) -> BTreeMap<String, usize> {
+        let items = self.items().await;
+        let default_ids: Vec<String> = items
+            .get("security_groups")
+            .into_iter()
+            .flatten()
+            .filter(|g| g["name"] == "default")
+            .filter_map(|g| g["id"].as_str().map(str::to_owned))
+            .collect();
         let mut out = BTreeMap::new();
-        if let Some(map) = state.as_object() {
-            for (k, v) in map {
-                let items: Vec<&Value> =
-                    v.as_array().map(|a| a.iter().collect()).unwrap_or_default();
-                let n = items
-                    .iter()
-                    .filter(|i| !is_default_group(k, i, &state))
-                    .count();
-                if n > 0 {
-                    out.insert(k.clone(), n);
-                }
+        for (k, v) in &items {
+            let n = v
+                .iter()
+                .filter(|i| !is_default_group(k, i, &default_ids))
+                .count();
+            if n > 0 {
+                out.insert(k.clone(), n);
             }
         }
         out
@@ -311,7 +327,7 @@ spec:
 
     /// Write requests (non-GET) seen by the simulator so far, as `METHOD path`.
     pub fn writes(&self) -> Vec<String> {
-        self.sim
+        self.sim()
             .control()
             .requests()
             .into_iter()
@@ -328,7 +344,7 @@ spec:
 
     /// OpenStack requests seen so far (identity excluded), as `METHOD templated-path`.
     pub fn requests(&self) -> Vec<String> {
-        self.sim
+        self.sim()
             .control()
             .requests()
             .into_iter()
@@ -387,21 +403,12 @@ impl Drop for Harness {
     }
 }
 
-fn is_default_group(collection: &str, item: &Value, state: &Value) -> bool {
-    let default_ids: Vec<&str> = state["security_groups"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter(|g| g["name"] == "default")
-                .filter_map(|g| g["id"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+fn is_default_group(collection: &str, item: &Value, default_ids: &[String]) -> bool {
     match collection {
         "security_groups" => item["name"] == "default",
         "security_group_rules" => item["security_group_id"]
             .as_str()
-            .is_some_and(|id| default_ids.contains(&id)),
+            .is_some_and(|id| default_ids.iter().any(|d| d == id)),
         _ => false,
     }
 }

@@ -11,7 +11,7 @@ use kube::api::{Patch, PatchParams};
 /// Requests of the test project's OpenStack APIs since the last call (identity excluded).
 fn take(h: &Harness) -> Vec<String> {
     let r = h.requests();
-    h.sim.control().clear_requests();
+    h.sim().control().clear_requests();
     r
 }
 

@@ -18,7 +18,7 @@ rootVolume:
 
 fn named(h: &Harness, prefix: &str) -> [usize; 3] {
     ["servers", "ports", "volumes"].map(|col| {
-        items(h, col)
+        sim_items(h, col)
             .iter()
             .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
             .count()
@@ -47,7 +47,7 @@ async fn restart_after_every_write(
         assert!(
             Instant::now() < deadline,
             "did not converge: {:?}",
-            h.inventory()
+            h.inventory().await
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -67,8 +67,8 @@ async fn restarted_after_every_write_converges_and_deletes_everything() {
         .map(|s| (s.to_owned(), 40))
         .into_iter()
         .collect();
-    h.sim.control().set_latency(latency);
-    h.sim.control().clear_requests();
+    h.sim().control().set_latency(latency);
+    h.sim().control().clear_requests();
     create_machine(&h, "c1", "cp-r", true, BOOT_FROM_VOLUME).await;
     let restarts = restart_after_every_write(&h, 90, async |h: &Harness| {
         machines(h)
@@ -84,7 +84,7 @@ async fn restarted_after_every_write_converges_and_deletes_everything() {
         "too few restarts to mean anything: {restarts}"
     );
     assert_eq!(named(&h, "cp-r"), [1, 1, 1]);
-    assert_eq!(items(&h, "members").len(), 1);
+    assert_eq!(sim_items(&h, "members").len(), 1);
     delete_machine(&h, "cp-r").await;
     let restarts = restart_after_every_write(&h, 90, async |h: &Harness| {
         machines(h).get_opt("cp-r").await.unwrap().is_none()
@@ -93,7 +93,7 @@ async fn restarted_after_every_write_converges_and_deletes_everything() {
     .await;
     println!("delete: controllers restarted {restarts} times");
     assert_eq!(named(&h, "cp-r"), [0, 0, 0]);
-    assert_eq!(items(&h, "members").len(), 0);
+    assert_eq!(sim_items(&h, "members").len(), 0);
 }
 
 fn transient(method: &str, path: &str, status: u16, count: u32) -> FaultSpec {
@@ -112,7 +112,7 @@ async fn transient_errors_on_every_step_recover() {
     let _c = start(&h);
     h.create_cluster("c1", CLUSTER_LB).await;
     h.wait_ready("c1").await;
-    h.sim
+    h.sim()
         .control()
         .add_faults(vec![
             transient("POST", "/ports$", 503, 2),
@@ -125,11 +125,11 @@ async fn transient_errors_on_every_step_recover() {
         .unwrap();
     create_machine(&h, "c1", "cp-t", true, BOOT_FROM_VOLUME).await;
     let m = wait_machine_ready(&h, "cp-t").await;
-    assert!(h.sim.control().faults().is_empty(), "every fault fired");
+    assert!(h.sim().control().faults().is_empty(), "every fault fired");
     assert!(m.status.unwrap().failure_reason.is_none());
     assert_eq!(named(&h, "cp-t"), [1, 1, 1]);
-    assert_eq!(items(&h, "members").len(), 1);
-    h.sim
+    assert_eq!(sim_items(&h, "members").len(), 1);
+    h.sim()
         .control()
         .add_faults(vec![
             transient("DELETE", "/servers/[^/]+$", 503, 2),
@@ -141,7 +141,7 @@ async fn transient_errors_on_every_step_recover() {
     delete_machine(&h, "cp-t").await;
     wait_machine_gone(&h, "cp-t", 60).await;
     assert_eq!(named(&h, "cp-t"), [0, 0, 0]);
-    assert_eq!(items(&h, "members").len(), 0);
+    assert_eq!(sim_items(&h, "members").len(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

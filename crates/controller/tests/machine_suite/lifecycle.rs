@@ -5,8 +5,8 @@ use crate::common::Harness;
 use crate::machines::*;
 use capo_controller::conditions::is_true;
 
-fn members(h: &Harness) -> usize {
-    items(h, "members").len()
+async fn members(h: &Harness) -> usize {
+    items(h, "members").await.len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,16 +57,17 @@ async fn worker_and_control_plane_with_load_balancer() {
         "APIServerIngressReadyCondition"
     ));
     assert_eq!(
-        members(&h),
+        members(&h).await,
         1,
         "one member per API port and control-plane machine"
     );
     // The bootstrap data reached Nova, and never the status.
     let server = items(&h, "servers")
+        .await
         .into_iter()
         .find(|s| s["name"] == "c1-md-0")
         .unwrap();
-    let ports = items(&h, "ports");
+    let ports = items(&h, "ports").await;
     let port = ports.iter().find(|p| p["name"] == "c1-md-0-0").unwrap();
     let worker_sg = h
         .clusters()
@@ -96,10 +97,11 @@ async fn worker_and_control_plane_with_load_balancer() {
     for name in ["c1-cp-0", "c1-md-0"] {
         wait_machine_gone(&h, name, 60).await;
     }
-    assert_eq!(members(&h), 0);
+    assert_eq!(members(&h).await, 0);
     for col in ["servers", "ports", "trunks", "volumes"] {
         assert!(
             items(&h, col)
+                .await
                 .iter()
                 .all(|p| !p["name"].as_str().unwrap_or_default().starts_with("c1-")),
             "{col} left"
@@ -107,7 +109,7 @@ async fn worker_and_control_plane_with_load_balancer() {
     }
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
 

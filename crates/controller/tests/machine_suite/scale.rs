@@ -28,15 +28,19 @@ async fn first_port(h: &Harness, machine: &str) -> String {
     oss.status.unwrap().resources.unwrap().ports[0].id.clone()
 }
 
-fn fips(h: &Harness) -> Vec<Value> {
-    items(h, "floatingips")
+async fn fips(h: &Harness) -> Vec<Value> {
+    items(h, "floatingips").await
+}
+
+async fn members(h: &Harness) -> usize {
+    items(h, "members").await.len()
 }
 
 async fn delete_all(h: &Harness, names: &[&str]) {
     scale_down(h, names).await;
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
 
@@ -52,21 +56,21 @@ async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
         .control_plane_endpoint
         .unwrap()
         .host;
-    let members = |h: &Harness| items(h, "members").len();
     scale_up(&h, &["cp-0"]).await;
-    assert_eq!(members(&h), 1);
+    assert_eq!(members(&h).await, 1);
     scale_up(&h, &["cp-1", "cp-2"]).await;
-    assert_eq!(members(&h), 3);
+    assert_eq!(members(&h).await, 3);
     scale_down(&h, &["cp-0", "cp-1"]).await;
-    assert_eq!(members(&h), 1);
+    assert_eq!(members(&h).await, 1);
     let names: Vec<String> = items(&h, "members")
+        .await
         .iter()
         .map(|m| m["name"].as_str().unwrap().to_owned())
         .collect();
     assert!(names[0].ends_with("-6443-cp-2"), "{names:?}");
     scale_up(&h, &["cp-3", "cp-4"]).await;
-    assert_eq!(members(&h), 3);
-    let f = fips(&h);
+    assert_eq!(members(&h).await, 3);
+    let f = fips(&h).await;
     assert_eq!(f.len(), 1, "only the LB's API floating IP: {f:?}");
     assert_eq!(f[0]["floating_ip_address"].as_str(), endpoint.as_deref());
     delete_all(&h, &["cp-2", "cp-3", "cp-4"]).await;
@@ -85,8 +89,8 @@ async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
         .unwrap()
         .host
         .unwrap();
-    let api_fip = |h: &Harness| {
-        let f = fips(h);
+    let api_fip = async |h: &Harness| {
+        let f = fips(h).await;
         assert_eq!(f.len(), 1, "exactly the API floating IP: {f:?}");
         assert_eq!(
             f[0]["floating_ip_address"].as_str(),
@@ -96,7 +100,7 @@ async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
     };
     scale_up(&h, &["cp-0"]).await;
     assert_eq!(
-        api_fip(&h),
+        api_fip(&h).await,
         Some(first_port(&h, "cp-0").await),
         "first machine gets the FIP"
     );
@@ -111,18 +115,18 @@ async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
     assert!(kinds.contains(&"InternalIP".to_owned()), "{kinds:?}");
     scale_up(&h, &["cp-1", "cp-2"]).await;
     assert_eq!(
-        api_fip(&h),
+        api_fip(&h).await,
         Some(first_port(&h, "cp-0").await),
         "the holder keeps it"
     );
     let survivor = first_port(&h, "cp-2").await;
     scale_down(&h, &["cp-0", "cp-1"]).await;
     assert_eq!(
-        api_fip(&h),
+        api_fip(&h).await,
         Some(survivor.clone()),
         "moved to the live machine, not deleted"
     );
     scale_up(&h, &["cp-3", "cp-4"]).await;
-    assert_eq!(api_fip(&h), Some(survivor), "still in place");
+    assert_eq!(api_fip(&h).await, Some(survivor), "still in place");
     delete_all(&h, &["cp-2", "cp-3", "cp-4"]).await;
 }

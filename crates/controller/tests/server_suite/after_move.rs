@@ -20,7 +20,7 @@ rootVolume:
 ";
 
 fn named(h: &Harness, col: &str, prefix: &str) -> usize {
-    items(h, col)
+    sim_items(h, col)
         .iter()
         .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
         .count()
@@ -88,7 +88,7 @@ async fn delete_after_move_and_image_deletion_leaves_nothing() {
     // The image goes away meanwhile (admin deletes the public image).
     let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
     let admin =
-        Credentials::from_clouds_yaml(&h.sim.clouds_yaml(), capo_sim::clouds::ADMIN, None, None)
+        Credentials::from_clouds_yaml(&h.sim().clouds_yaml(), capo_sim::clouds::ADMIN, None, None)
             .unwrap();
     let admin = cache.session(&admin).unwrap();
     let filter = ImageFilter {

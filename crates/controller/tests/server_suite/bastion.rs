@@ -6,7 +6,7 @@ use capo_controller::conditions::is_true;
 
 const WITH_BASTION: &str = "identityRef:
   name: cloud-config
-  cloudName: capo-sim
+  cloudName: openstack
 managedSubnets:
 - cidr: 10.9.0.0/24
 managedSecurityGroups:
@@ -41,7 +41,7 @@ async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     assert!(b.floating_ip.is_some(), "{b:?}");
     let oss = servers(&h).get("c1-bastion").await.unwrap();
     assert!(oss.status.unwrap().ready);
-    let port = items(&h, "ports")
+    let port = sim_items(&h, "ports")
         .into_iter()
         .find(|p| p["name"] == "c1-bastion-0")
         .unwrap();
@@ -59,6 +59,6 @@ async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
     assert!(servers(&h).get_opt("c1-bastion").await.unwrap().is_none());
-    let inv = h.inventory();
+    let inv = h.inventory().await;
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }

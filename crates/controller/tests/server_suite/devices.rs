@@ -15,7 +15,7 @@ metadata:
   name: node-image
 spec:
   cloudCredentialsRef:
-    cloudName: capo-sim
+    cloudName: openstack
     secretName: cloud-config
   managementPolicy: unmanaged
   import:
@@ -92,7 +92,7 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
             .is_some_and(|msg| msg.contains("ORC Image node-image"))
     })
     .await;
-    assert!(items(&h, "servers").is_empty() && items(&h, "volumes").is_empty());
+    assert!(sim_items(&h, "servers").is_empty() && sim_items(&h, "volumes").is_empty());
     publish_orc_image(&h, &image_id).await;
     let m = wait_machine_ready(&h, "m-rich").await;
     let st = m.status.unwrap();
@@ -101,7 +101,7 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
     assert_eq!(resolved.server_group_id.as_deref(), group["id"].as_str());
     assert_eq!(st.resources.unwrap().ports.len(), 2);
 
-    let server = items(&h, "servers").pop().unwrap();
+    let server = sim_items(&h, "servers").pop().unwrap();
     assert_eq!(server["server_groups"], json!([group["id"]]), "{server:#}");
     assert_eq!(
         server["_volumes"].as_array().map(Vec::len),
@@ -110,7 +110,7 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
     );
     assert_eq!(server["_user_data"], true, "bootstrap data was passed");
     assert_eq!(server["image"], "", "booted from the root volume");
-    let vols = items(&h, "volumes");
+    let vols = sim_items(&h, "volumes");
     let mut names: Vec<&str> = vols.iter().map(|v| v["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["m-rich-etcd", "m-rich-root"]);
@@ -124,11 +124,11 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
     let root = vols.iter().find(|v| v["name"] == "m-rich-root").unwrap();
     assert_eq!(root["size"], 10);
     assert_eq!(root["bootable"], "true", "{root}");
-    let ports = items(&h, "ports");
+    let ports = sim_items(&h, "ports");
     let data = ports.iter().find(|p| p["name"] == "m-rich-data").unwrap();
     assert_eq!(data["allowed_address_pairs"][0]["ip_address"], "10.7.0.250");
     assert!(ports.iter().any(|p| p["name"] == "m-rich-0"));
-    let trunks = items(&h, "trunks");
+    let trunks = sim_items(&h, "trunks");
     assert_eq!(trunks.len(), 1);
     assert_eq!(trunks[0]["port_id"], data["id"]);
     assert_eq!(trunks[0]["name"], "m-rich-data");
@@ -137,13 +137,13 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
     wait_machine_gone(&h, "m-rich", 60).await;
     for col in ["servers", "volumes", "trunks"] {
         assert!(
-            items(&h, col).is_empty(),
+            sim_items(&h, col).is_empty(),
             "{col} left: {:?}",
-            items(&h, col)
+            sim_items(&h, col)
         );
     }
     assert!(
-        !items(&h, "ports")
+        !sim_items(&h, "ports")
             .iter()
             .any(|p| p["name"].as_str().unwrap().starts_with("m-rich"))
     );

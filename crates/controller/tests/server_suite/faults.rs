@@ -22,7 +22,7 @@ fn lost_reply(path: &str) -> FaultSpec {
 /// Servers, ports and volumes whose name starts with `prefix`.
 fn counts(h: &Harness, prefix: &str) -> [usize; 3] {
     ["servers", "ports", "volumes"].map(|col| {
-        items(h, col)
+        sim_items(h, col)
             .iter()
             .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
             .count()
@@ -30,7 +30,7 @@ fn counts(h: &Harness, prefix: &str) -> [usize; 3] {
 }
 
 fn posts(h: &Harness, suffix: &str) -> usize {
-    h.sim
+    h.sim()
         .control()
         .requests()
         .iter()
@@ -52,7 +52,7 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
     let _c = start(&h);
     h.create_cluster("c1", CLUSTER_FIP).await;
     h.wait_ready("c1").await;
-    h.sim
+    h.sim()
         .control()
         .add_faults(vec![
             lost_reply("/ports$"),
@@ -62,12 +62,12 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
         .unwrap();
     create_machine(&h, "c1", "w-0", false, BOOT_FROM_VOLUME).await;
     let m = wait_machine_ready(&h, "w-0").await;
-    assert!(h.sim.control().faults().is_empty(), "every fault fired");
+    assert!(h.sim().control().faults().is_empty(), "every fault fired");
     assert_eq!(counts(&h, "w-0"), [1, 1, 1], "one server, port and volume");
     let st = m.status.unwrap();
     assert_eq!(
         st.instance_id.as_deref(),
-        items(&h, "servers")[0]["id"].as_str()
+        sim_items(&h, "servers")[0]["id"].as_str()
     );
     delete_machine(&h, "w-0").await;
     wait_machine_gone(&h, "w-0", 60).await;
@@ -80,7 +80,7 @@ async fn no_valid_host_is_reported_then_retried_until_ready() {
     let _c = start(&h);
     h.create_cluster("c1", CLUSTER_FIP).await;
     h.wait_ready("c1").await;
-    h.sim.control().fail_builds("^w-nvh$", 1).unwrap();
+    h.sim().control().fail_builds("^w-nvh$", 1).unwrap();
     create_machine(&h, "c1", "w-nvh", false, MACHINE).await;
     let seen_fault = AtomicBool::new(false);
     let m = wait_machine(&h, "w-nvh", 60, "ready after NoValidHost", |m| {
@@ -257,7 +257,7 @@ async fn quota_exceeded_on_create_is_reported_and_retried() {
         "body": {"forbidden": {"code": 403, "message": "Quota exceeded for instances: Requested 1, but already used 10 of 10 instances"}},
     }))
     .unwrap();
-    h.sim.control().add_faults(vec![quota]).unwrap();
+    h.sim().control().add_faults(vec![quota]).unwrap();
     create_machine(&h, "c1", "w-q", false, MACHINE).await;
     let seen = AtomicBool::new(false);
     wait_machine(&h, "w-q", 60, "ready after quota errors", |m| {
@@ -275,6 +275,6 @@ async fn quota_exceeded_on_create_is_reported_and_retried() {
         seen.load(Ordering::SeqCst),
         "the cloud's quota message was reported"
     );
-    assert!(h.sim.control().faults().is_empty());
+    assert!(h.sim().control().faults().is_empty());
     assert_eq!(counts(&h, "w-q"), [1, 1, 0]);
 }

@@ -1,0 +1,432 @@
+//! The OpenStack a test runs against, chosen by one switch:
+//!
+//! - default: a fresh capo-sim per test (fault injection, request traces and state dumps
+//!   available through [`TestCloud::sim`]);
+//! - `CAPO_CLOUD=real`: the real services started by `hack/openstack-env.sh start`, read
+//!   from the clouds.yaml at `CAPO_REAL_CLOUDS_YAML` (admin cloud `CAPO_REAL_ADMIN_CLOUD`,
+//!   default `capo-real-admin`). Each test gets a Keystone project and user of its own, so
+//!   its inventory is exactly what it created, and the cluster's identity Secret names only
+//!   that project.
+//!
+//! Either way the identity Secret holds one cloud named [`CLOUD`], so test manifests are the
+//! same for both. A test that needs the simulator's control API calls [`TestCloud::sim`],
+//! which fails loudly on the real services rather than skipping.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use capo_openstack::request::{Request, Service};
+use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache};
+use capo_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+/// Name of the cloud in every test's identity Secret (`identityRef.cloudName`).
+pub const CLOUD: &str = "openstack";
+
+/// Environment switch: `real` runs on the real services.
+pub const SWITCH: &str = "CAPO_CLOUD";
+
+/// The cloud of one test.
+pub enum TestCloud {
+    /// A capo-sim of its own.
+    Sim(Sim),
+    /// A project of its own on the real services.
+    Real(RealProject),
+}
+
+/// A throwaway Keystone project and member user on the real services.
+pub struct RealProject {
+    /// Project ID.
+    pub project_id: String,
+    /// clouds.yaml with one cloud, [`CLOUD`], scoped to the project.
+    pub clouds_yaml: String,
+    /// clouds.yaml of the services' admin (cloud [`ADMIN`]).
+    pub admin_yaml: String,
+}
+
+/// Cloud name of the admin in [`TestCloud::admin_clouds_yaml`].
+pub const ADMIN: &str = "admin";
+
+/// True when the tests run on the real services.
+pub fn is_real() -> bool {
+    std::env::var(SWITCH).is_ok_and(|v| v == "real")
+}
+
+impl TestCloud {
+    /// Start a simulator with `config`, or make a project on the real services.
+    pub async fn start(prefix: &str, config: SimConfig) -> TestCloud {
+        if is_real() {
+            TestCloud::Real(RealProject::create(prefix).await)
+        } else {
+            TestCloud::Sim(Sim::start(config).await.expect("capo-sim"))
+        }
+    }
+
+    /// The simulator; panics on the real services (the test needs the control API).
+    pub fn sim(&self) -> &Sim {
+        match self {
+            TestCloud::Sim(s) => s,
+            TestCloud::Real(_) => panic!(
+                "this test drives capo-sim's control API (faults, traces or state) and cannot run with {SWITCH}=real"
+            ),
+        }
+    }
+
+    /// True on the real services.
+    pub fn is_real(&self) -> bool {
+        matches!(self, TestCloud::Real(_))
+    }
+
+    /// clouds.yaml of the identity Secret: one cloud, [`CLOUD`], a member of the test project.
+    pub fn clouds_yaml(&self) -> String {
+        match self {
+            TestCloud::Sim(s) => rename_cloud(&s.clouds_yaml(), "capo-sim", CLOUD),
+            TestCloud::Real(p) => p.clouds_yaml.clone(),
+        }
+    }
+
+    /// clouds.yaml with an admin cloud named [`ADMIN`].
+    pub fn admin_clouds_yaml(&self) -> String {
+        match self {
+            TestCloud::Sim(s) => rename_cloud(&s.clouds_yaml(), capo_sim::clouds::ADMIN, ADMIN),
+            TestCloud::Real(p) => p.admin_yaml.clone(),
+        }
+    }
+
+    /// ID of the test project.
+    pub fn project(&self) -> String {
+        match self {
+            TestCloud::Sim(s) => s.control().project_id("capo").expect("project"),
+            TestCloud::Real(p) => p.project_id.clone(),
+        }
+    }
+
+    /// A session of the test project's member.
+    pub fn session(&self, cache: &SessionCache) -> Session {
+        let creds =
+            Credentials::from_clouds_yaml(&self.clouds_yaml(), CLOUD, None, None).expect("creds");
+        cache.session(&creds).expect("session")
+    }
+
+    /// Resources of the test project, by collection (the simulator's collection names).
+    pub async fn items(&self, cache: &SessionCache) -> BTreeMap<String, Vec<Value>> {
+        match self {
+            TestCloud::Sim(s) => {
+                let state = s.control().state(Some(&self.project()));
+                state
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| (k.clone(), v.as_array().cloned().unwrap_or_default()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+            TestCloud::Real(p) => p.items(&self.session(cache)).await,
+        }
+    }
+}
+
+/// Replace the cloud key `from` of a clouds.yaml with `to` (the simulator's names are fixed).
+fn rename_cloud(yaml: &str, from: &str, to: &str) -> String {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(yaml).expect("clouds.yaml");
+    let clouds = doc["clouds"].as_mapping_mut().expect("clouds");
+    let entry = clouds.get(from).cloned().expect("cloud in clouds.yaml");
+    let mut out = serde_yaml::Mapping::new();
+    out.insert(to.into(), entry);
+    serde_yaml::to_string(&json_clouds(out)).expect("yaml")
+}
+
+fn json_clouds(clouds: serde_yaml::Mapping) -> serde_yaml::Value {
+    let mut root = serde_yaml::Mapping::new();
+    root.insert("clouds".into(), serde_yaml::Value::Mapping(clouds));
+    serde_yaml::Value::Mapping(root)
+}
+
+/// Collections listed on the real services: (name, service, path, reply key, filter by project).
+const COLLECTIONS: &[(&str, Service, &str, &str, bool)] = &[
+    ("networks", Service::Network, "networks", "networks", true),
+    ("subnets", Service::Network, "subnets", "subnets", true),
+    ("routers", Service::Network, "routers", "routers", true),
+    ("ports", Service::Network, "ports", "ports", true),
+    ("trunks", Service::Network, "trunks", "trunks", true),
+    (
+        "floatingips",
+        Service::Network,
+        "floatingips",
+        "floatingips",
+        true,
+    ),
+    (
+        "security_groups",
+        Service::Network,
+        "security-groups",
+        "security_groups",
+        true,
+    ),
+    (
+        "security_group_rules",
+        Service::Network,
+        "security-group-rules",
+        "security_group_rules",
+        true,
+    ),
+    (
+        "servers",
+        Service::Compute,
+        "servers/detail",
+        "servers",
+        false,
+    ),
+    (
+        "server_groups",
+        Service::Compute,
+        "os-server-groups",
+        "server_groups",
+        false,
+    ),
+    (
+        "keypairs",
+        Service::Compute,
+        "os-keypairs",
+        "keypairs",
+        false,
+    ),
+    (
+        "volumes",
+        Service::BlockStorage,
+        "volumes/detail",
+        "volumes",
+        false,
+    ),
+    (
+        "loadbalancers",
+        Service::LoadBalancer,
+        "lbaas/loadbalancers",
+        "loadbalancers",
+        true,
+    ),
+];
+
+impl RealProject {
+    /// A project `capo-<prefix>-<random>` and a user of the same name with the member and
+    /// load-balancer member roles on it.
+    async fn create(prefix: &str) -> RealProject {
+        let path = std::env::var("CAPO_REAL_CLOUDS_YAML").expect(
+            "CAPO_REAL_CLOUDS_YAML: the clouds.yaml printed by hack/openstack-env.sh start",
+        );
+        let text = std::fs::read_to_string(&path).expect("read CAPO_REAL_CLOUDS_YAML");
+        let admin_cloud =
+            std::env::var("CAPO_REAL_ADMIN_CLOUD").unwrap_or_else(|_| "capo-real-admin".into());
+        let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("clouds.yaml");
+        let admin = doc["clouds"][admin_cloud.as_str()].clone();
+        assert!(!admin.is_null(), "cloud {admin_cloud} not in {path}");
+        let keystone = Keystone::login(&admin).await;
+        let name = format!("capo-{prefix}-{:08x}", rand_u32());
+        let password = format!(
+            "pw-{:016x}",
+            (u64::from(rand_u32()) << 32) | u64::from(rand_u32())
+        );
+        let project_id = keystone
+            .create(
+                "projects",
+                "project",
+                json!({"name": name, "domain_id": "default"}),
+            )
+            .await;
+        let user_id = keystone
+            .create(
+                "users",
+                "user",
+                json!({"name": name, "password": password, "domain_id": "default", "default_project_id": project_id}),
+            )
+            .await;
+        for role in ["member", "load-balancer_member"] {
+            if let Some(role_id) = keystone.role_id(role).await {
+                keystone
+                    .put(&format!(
+                        "projects/{project_id}/users/{user_id}/roles/{role_id}"
+                    ))
+                    .await;
+            }
+        }
+        let auth = &admin["auth"];
+        let mut cloud = serde_yaml::Mapping::new();
+        cloud.insert(
+            "auth".into(),
+            serde_yaml::to_value(json!({
+                "auth_url": auth["auth_url"].as_str().expect("auth_url"),
+                "username": name,
+                "password": password,
+                "project_name": name,
+                "user_domain_name": "Default",
+                "project_domain_name": "Default",
+            }))
+            .expect("yaml"),
+        );
+        for key in ["region_name", "interface", "identity_api_version"] {
+            if let Some(v) = admin.get(key) {
+                cloud.insert(key.into(), v.clone());
+            }
+        }
+        let mut clouds = serde_yaml::Mapping::new();
+        clouds.insert(CLOUD.into(), serde_yaml::Value::Mapping(cloud));
+        let clouds_yaml = serde_yaml::to_string(&json_clouds(clouds)).expect("yaml");
+        let mut admins = serde_yaml::Mapping::new();
+        admins.insert(ADMIN.into(), admin);
+        let admin_yaml = serde_yaml::to_string(&json_clouds(admins)).expect("yaml");
+        RealProject {
+            project_id,
+            clouds_yaml,
+            admin_yaml,
+        }
+    }
+
+    async fn items(&self, s: &Session) -> BTreeMap<String, Vec<Value>> {
+        let mut out = BTreeMap::new();
+        for (name, service, path, key, by_project) in COLLECTIONS {
+            let mut req = Request::get(*service, *path, "test_inventory");
+            if *by_project {
+                req = req.with_query("project_id", self.project_id.clone());
+            }
+            let items: Vec<Value> = s
+                .list(&req, key)
+                .await
+                .unwrap_or_else(|e| panic!("list {name}: {e}"));
+            // Key pairs come wrapped: {"keypair": {...}}.
+            let items = items
+                .into_iter()
+                .map(|i| i.get("keypair").cloned().unwrap_or(i))
+                .collect();
+            out.insert((*name).to_owned(), items);
+        }
+        // Octavia lists members per pool only.
+        let pools: Vec<Value> = s
+            .list(
+                &Request::get(Service::LoadBalancer, "lbaas/pools", "test_inventory")
+                    .with_query("project_id", self.project_id.clone()),
+                "pools",
+            )
+            .await
+            .expect("list pools");
+        let mut members = Vec::new();
+        for p in pools {
+            let id = p["id"].as_str().expect("pool id");
+            let path = format!("lbaas/pools/{id}/members");
+            let of_pool: Vec<Value> = s
+                .list(
+                    &Request::get(Service::LoadBalancer, path, "test_inventory"),
+                    "members",
+                )
+                .await
+                .expect("list members");
+            members.extend(of_pool);
+        }
+        out.insert("members".to_owned(), members);
+        out
+    }
+}
+
+/// Just enough Keystone v3 admin to make a project and a user.
+struct Keystone {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Keystone {
+    async fn login(admin: &serde_yaml::Value) -> Keystone {
+        let auth = &admin["auth"];
+        let s = |k: &str| auth[k].as_str().map(str::to_owned);
+        let url = s("auth_url").expect("auth_url");
+        let url = format!("{}/v3", url.trim_end_matches('/').trim_end_matches("/v3"));
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": s("username").expect("username"),
+                "password": s("password").expect("password"),
+                "domain": {"name": s("user_domain_name").unwrap_or_else(|| "Default".into())},
+            }}},
+            "scope": {"project": {
+                "name": s("project_name").expect("project_name"),
+                "domain": {"name": s("project_domain_name").unwrap_or_else(|| "Default".into())},
+            }},
+        }});
+        let http = reqwest::Client::new();
+        let reply = http
+            .post(format!("{url}/auth/tokens"))
+            .json(&body)
+            .send()
+            .await
+            .expect("keystone login");
+        assert!(
+            reply.status().is_success(),
+            "admin login: {}",
+            reply.status()
+        );
+        let token = reply
+            .headers()
+            .get("x-subject-token")
+            .and_then(|v| v.to_str().ok())
+            .expect("token")
+            .to_owned();
+        Keystone { http, url, token }
+    }
+
+    async fn create(&self, collection: &str, key: &str, body: Value) -> String {
+        let reply = self
+            .http
+            .post(format!("{}/{collection}", self.url))
+            .header("x-auth-token", &self.token)
+            .json(&json!({ key: body }))
+            .send()
+            .await
+            .expect("keystone create");
+        let status = reply.status();
+        let v: Value = reply.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "create {key}: {status} {v}");
+        v[key]["id"].as_str().expect("id").to_owned()
+    }
+
+    async fn put(&self, path: &str) {
+        let reply = self
+            .http
+            .put(format!("{}/{path}", self.url))
+            .header("x-auth-token", &self.token)
+            .send()
+            .await
+            .expect("keystone put");
+        assert!(
+            reply.status().is_success(),
+            "PUT {path}: {}",
+            reply.status()
+        );
+    }
+
+    async fn role_id(&self, name: &str) -> Option<String> {
+        let v: Value = self
+            .http
+            .get(format!("{}/roles?name={name}", self.url))
+            .header("x-auth-token", &self.token)
+            .send()
+            .await
+            .expect("keystone roles")
+            .json()
+            .await
+            .expect("roles json");
+        v["roles"][0]["id"].as_str().map(str::to_owned)
+    }
+}
+
+/// Process-unique randomness without another dependency: the std hasher's random keys.
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now()) as u32
+}
+
+/// Sessions for inventory and behind-the-back actions; shared with the harness.
+pub fn sessions() -> Arc<SessionCache> {
+    Arc::new(SessionCache::new(
+        ClientConfig::default(),
+        ApiMetrics::unregistered(),
+    ))
+}
