@@ -133,7 +133,8 @@ pub fn lock<'a>(st: &'a Shared, ctx: &Ctx) -> MutexGuard<'a, World> {
 }
 
 /// Build a new resource body: defaults overlaid with the request, plus the standard attributes.
-/// Unknown attributes are rejected like Neutron does.
+/// Unknown attributes are rejected like Neutron does; `tags` is accepted only when `defaults` has
+/// it (ports), else it is Neutron's 400 "Attribute 'tags' not allowed in POST".
 pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, Value)> {
     let Value::Object(mut body) = defaults else {
         return Err(ApiError::bad_request(SVC, "bad defaults"));
@@ -151,7 +152,15 @@ pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, V
         if matches!(k.as_str(), "id" | "project_id" | "tenant_id") {
             continue;
         }
-        if !body.contains_key(k) && k != "tags" {
+        if k == "tags" && !body.contains_key(k) {
+            // Neutron's tag attribute is `allow_post: False` on every resource but ports
+            // (`tag-ports-during-bulk-creation`); `tag-creation` only adds `POST .../tags`.
+            return Err(
+                ApiError::bad_request(SVC, "Attribute 'tags' not allowed in POST")
+                    .kind("HTTPBadRequest"),
+            );
+        }
+        if !body.contains_key(k) {
             return Err(
                 ApiError::bad_request(SVC, format!("Unrecognized attribute(s) '{k}'"))
                     .kind("HTTPBadRequest"),
@@ -259,6 +268,164 @@ pub fn check_quota(w: &World, project: &str, col: &str, key: &str) -> ApiResult<
     Ok(())
 }
 
+/// Query keys every Neutron collection accepts: the list controller's skips (`fields`, `sort_key`,
+/// `sort_dir`, `limit`, `marker`, `page_reverse`), the tag filters of `standard-attr-tag` and the
+/// standard attributes.
+const GENERIC_FILTERS: &[&str] = &[
+    "fields",
+    "sort_key",
+    "sort_dir",
+    "limit",
+    "marker",
+    "page_reverse",
+    "tags",
+    "tags-any",
+    "not-tags",
+    "not-tags-any",
+    "id",
+    "name",
+    "description",
+    "tenant_id",
+    "project_id",
+    "created_at",
+    "updated_at",
+    "revision_number",
+];
+
+/// Attributes of each collection that may be used as filters: the fields the simulator serializes
+/// (Neutron's `is_filter` attributes; joined lists such as a group's `security_group_rules` are not
+/// filters there either).
+pub fn filter_attrs(col: &str) -> &'static [&'static str] {
+    match col {
+        "networks" => &[
+            "admin_state_up",
+            "mtu",
+            "status",
+            "subnets",
+            "shared",
+            "availability_zone_hints",
+            "availability_zones",
+            "ipv4_address_scope",
+            "ipv6_address_scope",
+            "router:external",
+            "port_security_enabled",
+            "qos_policy_id",
+            "dns_domain",
+            "l2_adjacency",
+            "is_default",
+            "provider:network_type",
+            "provider:physical_network",
+            "provider:segmentation_id",
+        ],
+        "subnets" => &[
+            "network_id",
+            "ip_version",
+            "cidr",
+            "gateway_ip",
+            "allocation_pools",
+            "dns_nameservers",
+            "host_routes",
+            "enable_dhcp",
+            "ipv6_ra_mode",
+            "ipv6_address_mode",
+            "subnetpool_id",
+            "service_types",
+            "segment_id",
+            "dns_publish_fixed_ip",
+        ],
+        "ports" => &[
+            "network_id",
+            "admin_state_up",
+            "mac_address",
+            "status",
+            "device_id",
+            "device_owner",
+            "fixed_ips",
+            "allowed_address_pairs",
+            "extra_dhcp_opts",
+            "security_groups",
+            "port_security_enabled",
+            "binding:vnic_type",
+            "binding:host_id",
+            "binding:profile",
+            "binding:vif_type",
+            "binding:vif_details",
+            "dns_name",
+            "dns_assignment",
+            "dns_domain",
+            "qos_policy_id",
+            "qos_network_policy_id",
+            "propagate_uplink_status",
+            "ip_allocation",
+            "trunk_details",
+        ],
+        "routers" => &[
+            "admin_state_up",
+            "status",
+            "external_gateway_info",
+            "routes",
+            "availability_zone_hints",
+            "availability_zones",
+            "distributed",
+            "ha",
+            "flavor_id",
+        ],
+        "floatingips" => &[
+            "floating_network_id",
+            "floating_ip_address",
+            "fixed_ip_address",
+            "port_id",
+            "router_id",
+            "status",
+            "dns_domain",
+            "dns_name",
+            "port_details",
+            "qos_policy_id",
+            "subnet_id",
+            "port_forwardings",
+        ],
+        "security_groups" => &["stateful", "shared"],
+        "security_group_rules" => &[
+            "security_group_id",
+            "direction",
+            "ethertype",
+            "protocol",
+            "port_range_min",
+            "port_range_max",
+            "remote_ip_prefix",
+            "remote_group_id",
+            "remote_address_group_id",
+            "normalized_cidr",
+            "belongs_to_default_sg",
+        ],
+        "trunks" => &["port_id", "status", "admin_state_up", "sub_ports"],
+        _ => &[],
+    }
+}
+
+/// `filter-validation` (on by default in Neutron): a query key that is not a filter of the
+/// collection is `400 HTTPBadRequest "['k'] is invalid attribute for filtering"` (neutron
+/// `api_common.get_filters_from_dict`, which formats the Python list of the invalid keys).
+pub fn validate_filters(q: &Query, col: &str) -> ApiResult<()> {
+    let attrs = filter_attrs(col);
+    let mut invalid: Vec<&str> = Vec::new();
+    for (k, _) in &q.0 {
+        let k = k.as_str();
+        if !GENERIC_FILTERS.contains(&k) && !attrs.contains(&k) && !invalid.contains(&k) {
+            invalid.push(k);
+        }
+    }
+    if invalid.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = invalid.iter().map(|k| format!("'{k}'")).collect();
+    Err(ApiError::bad_request(
+        SVC,
+        format!("[{}] is invalid attribute for filtering", list.join(", ")),
+    )
+    .kind("HTTPBadRequest"))
+}
+
 /// List a collection with filters, sorting, pagination and field selection.
 pub fn list_with(
     st: &Shared,
@@ -268,8 +435,9 @@ pub fn list_with(
     skip: &[&str],
     extra: &dyn Fn(&Value) -> bool,
 ) -> ApiResult {
+    validate_filters(q, col)?;
     let w = lock(st, ctx);
-    // Neutron lists every project's resources to admins, with or without all_tenants.
+    // Neutron lists every project's resources to admins.
     let all = ctx.admin;
     let f = filter::Filter::new(q, skip);
     let mut items: Vec<Value> = w
@@ -359,6 +527,7 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("sorting", "Sorting support"),
     ("stateful-security-group", "Stateful security group"),
     ("fip-port-details", "Floating IP Port Details Extension"),
+    ("filter-validation", "Filter parameters validation"),
     (
         "tag-ports-during-bulk-creation",
         "Tag Ports During Bulk Creation",
@@ -564,6 +733,9 @@ pub fn routes() -> Router<AppState> {
                 })
                 .put(move |s, c, Path(id): Path<String>, b| {
                     tags::tags_put(s, c, Path((col.to_string(), id)), b)
+                })
+                .post(move |s, c, Path(id): Path<String>, b| {
+                    tags::tags_post(s, c, Path((col.to_string(), id)), b)
                 })
                 .delete(move |s, c, Path(id): Path<String>| {
                     tags::tags_clear(s, c, Path((col.to_string(), id)))

@@ -176,14 +176,26 @@ async fn update(
     let req = req_member(COL, &b)?;
     let mut w = lock(&st, &ctx);
     let mut body = find_owned(&mut w, &ctx, COL, &id)?.body.clone();
-    if let Some(p) = req.get("port_id") {
-        associate(
+    if req["fixed_ip_address"].is_string() && !req["port_id"].is_string() {
+        return Err(ApiError::bad_request(
+            SVC,
+            "Bad floatingip request: fixed_ip_address cannot be specified without a port_id.",
+        ));
+    }
+    // Neutron's `_check_and_get_fip_assoc` (l3_db.py): `port_id: null` disassociates, and so does
+    // an empty update body (`{"floatingip": {}}`); a non-empty body without `port_id` keeps the
+    // association (bug #1610045).
+    let empty = req.as_object().is_some_and(|o| o.is_empty());
+    match req.get("port_id") {
+        Some(p) => associate(
             &w,
             &ctx,
             &mut body,
             p.as_str(),
             req["fixed_ip_address"].as_str(),
-        )?;
+        )?,
+        None if empty => associate(&w, &ctx, &mut body, None, None)?,
+        None => {}
     }
     for k in ["description", "qos_policy_id"] {
         if let Some(v) = req.get(k) {

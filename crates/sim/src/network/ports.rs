@@ -27,7 +27,7 @@ fn defaults(mac: &str) -> Value {
         "security_groups": null, "port_security_enabled": null, "binding:vnic_type": "normal", "binding:host_id": "",
         "binding:profile": {}, "binding:vif_type": "unbound", "binding:vif_details": {}, "description": "",
         "dns_name": "", "dns_assignment": [], "dns_domain": "", "qos_policy_id": null, "qos_network_policy_id": null,
-        "propagate_uplink_status": false, "ip_allocation": "immediate",
+        "propagate_uplink_status": false, "ip_allocation": "immediate", "tags": [],
     })
 }
 
@@ -153,6 +153,7 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
         .map(str::to_string)
         .unwrap_or_else(random_mac);
     let (project, mut body) = new_body(ctx, &req, defaults(&mac))?;
+    check_tags(&body["tags"])?;
     let net_id = body["network_id"]
         .as_str()
         .ok_or_else(|| {
@@ -208,7 +209,59 @@ pub fn remove_port(w: &mut World, id: &str) {
     }
 }
 
+/// Ports accept `tags` on create (`tag-ports-during-bulk-creation`: neutron-lib's tagging map for
+/// ports is `allow_post: True`, validated as `type:list_of_unique_strings`).
+fn check_tags(tags: &Value) -> ApiResult<()> {
+    let bad = |reason: String| {
+        Err(
+            ApiError::bad_request(SVC, format!("Invalid input for tags. Reason: {reason}."))
+                .kind("InvalidInput"),
+        )
+    };
+    let Some(list) = tags.as_array() else {
+        return bad(format!("'{tags}' is not a list"));
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for t in list {
+        let Some(t) = t.as_str() else {
+            return bad(format!("'{t}' is not a valid string"));
+        };
+        if t.len() > 255 {
+            return bad(format!("'{t}' exceeds maximum length of 255"));
+        }
+        if !seen.insert(t) {
+            return bad(format!("Duplicate items in the list: '{t}'"));
+        }
+    }
+    Ok(())
+}
+
+/// One port (`{"port": {...}}`) or Neutron's bulk form (`{"ports": [...]}`, all or nothing).
 async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
+    let whole = crate::http::body(SVC, &b)?;
+    if let Some(items) = whole.get(COL).and_then(Value::as_array) {
+        let mut w = lock(&st, &ctx);
+        let mut out: Vec<Value> = Vec::new();
+        for req in items {
+            let port = match req {
+                Value::Object(_) => create_port(&mut w, &ctx, req.clone()),
+                _ => Err(ApiError::bad_request(
+                    SVC,
+                    "Unable to find 'port' in request body",
+                )),
+            };
+            match port {
+                Ok(p) => out.push(p),
+                Err(e) => {
+                    for p in &out {
+                        remove_port(&mut w, p["id"].as_str().unwrap_or(""));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        return Ok(crate::http::reply(StatusCode::CREATED, json!({ COL: out })));
+    }
     let req = req_member(COL, &b)?;
     let mut w = lock(&st, &ctx);
     created(COL, create_port(&mut w, &ctx, req)?)

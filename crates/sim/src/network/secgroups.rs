@@ -293,11 +293,12 @@ const RULE_IDENTITY: &[&str] = &[
 ];
 
 /// One rule (`{"security_group_rule": {...}}`) or Neutron's bulk form
-/// (`{"security_group_rules": [...]}`), which is all-or-nothing: every rule is validated
-/// (including duplicates within the batch) before any is stored.
+/// (`{"security_group_rules": [...]}`), which is all-or-nothing and limited to one group: every
+/// rule is validated (including duplicates within the batch) before any is stored.
 async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
     let whole = crate::http::body(SVC, &b)?;
     if let Some(items) = whole.get(RULES).and_then(Value::as_array) {
+        single_group_and_project(&ctx, items)?;
         let mut w = lock(&st, &ctx);
         let mut batch: Vec<(String, String, Value)> = Vec::new();
         for req in items {
@@ -318,6 +319,35 @@ async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResul
     let (id, owner, body) = build_rule(&w, &ctx, &req, &[])?;
     w.insert(RULES, &id, &owner, body.clone());
     created(RULES, body)
+}
+
+/// Neutron's `_validate_single_project_and_group` (securitygroups_db.py): a bulk create names one
+/// security group and one project, else 400 `SecurityGroupNotSingleGroupRules` /
+/// `SecurityGroupRulesNotSingleProject`.
+fn single_group_and_project(ctx: &Ctx, items: &[Value]) -> ApiResult<()> {
+    let mut groups = std::collections::BTreeSet::new();
+    let mut projects = std::collections::BTreeSet::new();
+    for req in items {
+        groups.insert(req["security_group_id"].to_string());
+        if groups.len() > 1 {
+            return Err(invalid(
+                "SecurityGroupNotSingleGroupRules",
+                "Only allowed to update rules for one security profile at a time",
+            ));
+        }
+        let project = match (req["project_id"].as_str(), req["tenant_id"].as_str()) {
+            (Some(p), _) | (None, Some(p)) if ctx.admin => p.to_string(),
+            _ => ctx.project.clone(),
+        };
+        projects.insert(project);
+        if projects.len() > 1 {
+            return Err(invalid(
+                "SecurityGroupRulesNotSingleProject",
+                "Multiple project_ids in bulk security group rule create not allowed",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Validate one rule request against the world and the rules of the same batch.

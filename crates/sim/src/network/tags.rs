@@ -1,4 +1,7 @@
-//! Neutron standard-attribute tags: `PUT/GET/DELETE /{resource}/{id}/tags[/{tag}]`.
+//! Neutron standard-attribute tags: `PUT/GET/DELETE /{resource}/{id}/tags[/{tag}]` and
+//! `POST /{resource}/{id}/tags` (`tag-creation`). Status codes follow the `action_status` map of
+//! Neutron's `Tagging` extension: index 200, show 204, update (one tag) 201, update_all 200,
+//! create 200, delete/delete_all 204.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -41,11 +44,37 @@ pub async fn tags_put(
     b: Bytes,
 ) -> ApiResult {
     let req = body(SVC, &b)?;
-    let tags: Vec<String> = serde_json::from_value(req["tags"].clone())
-        .map_err(|_| ApiError::bad_request(SVC, "Invalid tags body"))?;
+    let tags: Vec<String> = serde_json::from_value(req["tags"].clone()).map_err(|_| {
+        ApiError::bad_request(SVC, "Invalid input for operation: Invalid tags body.")
+            .kind("InvalidInput")
+    })?;
     let mut w = lock(&st, &ctx);
     set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
     ok(json!({"tags": tags}))
+}
+
+/// `POST /{resource}/{id}/tags` (`tag-creation`): adds the tags that are missing, keeps the others;
+/// 200 with the request body, as Neutron's `create_tags`.
+pub async fn tags_post(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Path((col, id)): Path<(String, String)>,
+    b: Bytes,
+) -> ApiResult {
+    let req = body(SVC, &b)?;
+    let new: Vec<String> = serde_json::from_value(req["tags"].clone()).map_err(|_| {
+        ApiError::bad_request(SVC, "Invalid input for operation: Invalid tags body.")
+            .kind("InvalidInput")
+    })?;
+    let mut w = lock(&st, &ctx);
+    let mut tags = tags_of(&w, &ctx, &col, &id)?;
+    for t in &new {
+        if !tags.contains(t) {
+            tags.push(t.clone());
+        }
+    }
+    set_tags(&mut w, &ctx, &col, &id, tags)?;
+    ok(json!({"tags": new}))
 }
 
 /// Handler.

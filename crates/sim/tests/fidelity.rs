@@ -1,0 +1,533 @@
+//! Fidelity to the real services: behaviours where capo-sim once agreed with capo's client but not
+//! with Neutron 29 / Octavia / Nova (see "Fidelity to the real services" in the README).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use capo_sim::{Delays, Sim, SimConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const N: &str = "/network/v2.0";
+const LB: &str = "/load-balancer/v2/lbaas";
+
+fn neutron_error(v: &Value) -> (&str, &str, &str) {
+    let e = &v["NeutronError"];
+    (
+        e["type"].as_str().unwrap_or("?"),
+        e["message"].as_str().unwrap_or("?"),
+        e["detail"].as_str().unwrap_or("?"),
+    )
+}
+
+/// A network with a subnet routed to the public network, and a port on it.
+async fn routed_port(c: &common::Client) -> (String, String, String) {
+    let (net, sub) = c.net_with_subnet("fid", "10.9.0.0/24").await;
+    let public = c.public_net().await;
+    let (st, r) = c
+        .post(
+            &format!("{N}/routers"),
+            json!({"router": {"name": "fid", "external_gateway_info": {"network_id": public}}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{r}");
+    let router = r["router"]["id"].as_str().unwrap().to_string();
+    let (st, _) = c
+        .put(
+            &format!("{N}/routers/{router}/add_router_interface"),
+            json!({"subnet_id": sub}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (_, p) = c
+        .post(&format!("{N}/ports"), json!({"port": {"network_id": net}}))
+        .await;
+    let port = p["port"]["id"].as_str().unwrap().to_string();
+    (public, router, port)
+}
+
+#[tokio::test]
+async fn tags_are_refused_in_create_bodies_except_ports() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (net, sub) = c.net_with_subnet("t", "10.1.0.0/24").await;
+    let public = c.public_net().await;
+    let (_, p) = c
+        .post(&format!("{N}/ports"), json!({"port": {"network_id": net}}))
+        .await;
+    let parent = p["port"]["id"].as_str().unwrap().to_string();
+    let sg = c
+        .post(
+            &format!("{N}/security-groups"),
+            json!({"security_group": {"name": "g"}}),
+        )
+        .await
+        .1["security_group"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tags = json!(["capo-cluster=u"]);
+    let cases = [
+        ("networks", json!({"network": {"name": "x", "tags": tags}})),
+        (
+            "subnets",
+            json!({"subnet": {"network_id": net, "cidr": "10.2.0.0/24", "ip_version": 4, "tags": tags}}),
+        ),
+        ("routers", json!({"router": {"name": "x", "tags": tags}})),
+        (
+            "security-groups",
+            json!({"security_group": {"name": "x", "tags": tags}}),
+        ),
+        (
+            "security-group-rules",
+            json!({"security_group_rule": {"security_group_id": sg, "direction": "ingress", "tags": tags}}),
+        ),
+        (
+            "floatingips",
+            json!({"floatingip": {"floating_network_id": public, "tags": tags}}),
+        ),
+        (
+            "trunks",
+            json!({"trunk": {"port_id": parent, "tags": tags}}),
+        ),
+    ];
+    for (url, body) in cases {
+        let (st, e) = c.post(&format!("{N}/{url}"), body).await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{url}: {e}");
+        assert_eq!(
+            neutron_error(&e),
+            ("HTTPBadRequest", "Attribute 'tags' not allowed in POST", ""),
+            "{url}"
+        );
+    }
+    // Nothing was created by the refused requests.
+    let (_, l) = c.get(&format!("{N}/networks?name=x")).await;
+    assert_eq!(l["networks"], json!([]));
+    let (_, l) = c.get(&format!("{N}/subnets?network_id={net}")).await;
+    assert_eq!(l["subnets"].as_array().unwrap().len(), 1);
+
+    // Ports take tags on create, single and bulk (tag-ports-during-bulk-creation).
+    let (st, p) = c
+        .post(
+            &format!("{N}/ports"),
+            json!({"port": {"network_id": net, "tags": ["a", "b"]}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{p}");
+    assert_eq!(p["port"]["tags"], json!(["a", "b"]));
+    let (st, b) = c
+        .post(
+            &format!("{N}/ports"),
+            json!({"ports": [{"network_id": net, "name": "b1", "tags": ["x"]}, {"network_id": net, "name": "b2"}]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{b}");
+    assert_eq!(b["ports"][0]["tags"], json!(["x"]));
+    assert_eq!(b["ports"][1]["tags"], json!([]));
+    let (_, l) = c.get(&format!("{N}/ports?tags=x")).await;
+    assert_eq!(l["ports"].as_array().unwrap().len(), 1);
+    // Bulk is all or nothing: an invalid second port leaves no first port behind.
+    let (st, e) = c
+        .post(
+            &format!("{N}/ports"),
+            json!({"ports": [{"network_id": net, "name": "c1"}, {"network_id": net, "tags": ["d", "d"]}]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(neutron_error(&e).0, "InvalidInput");
+    let (_, l) = c.get(&format!("{N}/ports?name=c1")).await;
+    assert_eq!(l["ports"], json!([]));
+    // Subnet id is still usable for a port in bulk.
+    let (st, _) = c
+        .post(
+            &format!("{N}/ports"),
+            json!({"ports": [{"network_id": net, "fixed_ips": [{"subnet_id": sub}]}]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+
+    // Both extensions are advertised.
+    let (_, x) = c.get(&format!("{N}/extensions")).await;
+    let aliases: Vec<&str> = x["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["alias"].as_str())
+        .collect();
+    for a in [
+        "standard-attr-tag",
+        "tag-creation",
+        "tag-ports-during-bulk-creation",
+        "filter-validation",
+    ] {
+        assert!(aliases.contains(&a), "{a} not advertised");
+    }
+}
+
+#[tokio::test]
+async fn tag_subresource_status_codes_match_neutron() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (net, _) = c.net_with_subnet("t", "10.1.0.0/24").await;
+    let t = format!("{N}/networks/{net}/tags");
+    // update_all: 200 with the body.
+    let (st, v) = c.put(&t, json!({"tags": ["a", "b"]})).await;
+    assert_eq!((st, v), (StatusCode::OK, json!({"tags": ["a", "b"]})));
+    // update (one tag): 201, no body; idempotent.
+    for _ in 0..2 {
+        let (st, v) = c.call(reqwest::Method::PUT, &format!("{t}/c"), None).await;
+        assert_eq!((st, v), (StatusCode::CREATED, Value::Null));
+    }
+    // create (tag-creation): 200, adds the missing ones.
+    let (st, v) = c.post(&t, json!({"tags": ["c", "d"]})).await;
+    assert_eq!((st, v), (StatusCode::OK, json!({"tags": ["c", "d"]})));
+    let (st, v) = c.get(&t).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["tags"], json!(["a", "b", "c", "d"]));
+    // show: 204 / 404.
+    assert_eq!(c.get(&format!("{t}/a")).await.0, StatusCode::NO_CONTENT);
+    let (st, e) = c.get(&format!("{t}/zz")).await;
+    assert_eq!(
+        (st, neutron_error(&e).0),
+        (StatusCode::NOT_FOUND, "TagNotFound")
+    );
+    // delete / delete_all: 204.
+    assert_eq!(c.delete(&format!("{t}/a")).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(c.delete(&t).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(c.get(&t).await.1, json!({"tags": []}));
+    // A malformed body is Neutron's InvalidInput.
+    let (st, e) = c.put(&t, json!({"tag": ["x"]})).await;
+    assert_eq!(
+        (st, neutron_error(&e).0, neutron_error(&e).1),
+        (
+            StatusCode::BAD_REQUEST,
+            "InvalidInput",
+            "Invalid input for operation: Invalid tags body."
+        )
+    );
+}
+
+#[tokio::test]
+async fn bulk_rules_must_name_one_security_group() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let mut groups = Vec::new();
+    for name in ["g1", "g2"] {
+        let (_, g) = c
+            .post(
+                &format!("{N}/security-groups"),
+                json!({"security_group": {"name": name}}),
+            )
+            .await;
+        groups.push(g["security_group"]["id"].as_str().unwrap().to_string());
+    }
+    let rule = |sg: &str, port: u16| json!({"security_group_id": sg, "direction": "ingress", "protocol": "tcp", "port_range_min": port, "port_range_max": port});
+    let (st, e) = c
+        .post(
+            &format!("{N}/security-group-rules"),
+            json!({"security_group_rules": [rule(&groups[0], 22), rule(&groups[1], 22)]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(
+        neutron_error(&e),
+        (
+            "SecurityGroupNotSingleGroupRules",
+            "Only allowed to update rules for one security profile at a time",
+            ""
+        )
+    );
+    for g in &groups {
+        let (_, l) = c
+            .get(&format!(
+                "{N}/security-group-rules?security_group_id={g}&direction=ingress"
+            ))
+            .await;
+        assert_eq!(l["security_group_rules"], json!([]), "a rule was stored");
+    }
+    // One group per request is fine.
+    let (st, out) = c
+        .post(
+            &format!("{N}/security-group-rules"),
+            json!({"security_group_rules": [rule(&groups[0], 22), rule(&groups[0], 80)]}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{out}");
+    assert_eq!(out["security_group_rules"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn floating_ip_update_without_port_id() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (public, router, port) = routed_port(&c).await;
+    let (st, f) = c
+        .post(
+            &format!("{N}/floatingips"),
+            json!({"floatingip": {"floating_network_id": public, "port_id": port}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{f}");
+    let fip = f["floatingip"]["id"].as_str().unwrap().to_string();
+    assert_eq!(f["floatingip"]["status"], "ACTIVE");
+    assert_eq!(f["floatingip"]["router_id"], json!(router));
+    let url = format!("{N}/floatingips/{fip}");
+
+    // A non-empty body without port_id keeps the association (Neutron bug #1610045).
+    let (st, v) = c
+        .put(&url, json!({"floatingip": {"description": "kept"}}))
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["floatingip"]["port_id"], json!(port));
+    assert_eq!(v["floatingip"]["description"], "kept");
+    assert_eq!(v["floatingip"]["status"], "ACTIVE");
+
+    // An empty body disassociates.
+    let (st, v) = c.put(&url, json!({"floatingip": {}})).await;
+    assert_eq!(st, StatusCode::OK);
+    let f = &v["floatingip"];
+    assert_eq!(
+        (
+            &f["port_id"],
+            &f["fixed_ip_address"],
+            &f["router_id"],
+            &f["status"]
+        ),
+        (&Value::Null, &Value::Null, &Value::Null, &json!("DOWN"))
+    );
+    assert_eq!(f["description"], "kept");
+    let (_, v) = c.get(&url).await;
+    assert_eq!(v["floatingip"]["port_id"], Value::Null);
+
+    // Re-associate, then port_id: null disassociates too.
+    let (_, v) = c.put(&url, json!({"floatingip": {"port_id": port}})).await;
+    assert_eq!(v["floatingip"]["status"], "ACTIVE");
+    let (_, v) = c.put(&url, json!({"floatingip": {"port_id": null}})).await;
+    assert_eq!(v["floatingip"]["status"], "DOWN");
+    assert_eq!(v["floatingip"]["fixed_ip_address"], Value::Null);
+
+    // fixed_ip_address alone is a BadRequest.
+    let (st, e) = c
+        .put(
+            &url,
+            json!({"floatingip": {"fixed_ip_address": "10.9.0.10"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        neutron_error(&e).1,
+        "Bad floatingip request: fixed_ip_address cannot be specified without a port_id."
+    );
+}
+
+#[tokio::test]
+async fn unknown_filters_are_refused() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (st, e) = c.get(&format!("{N}/ports?no_such_attribute=x")).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
+    assert_eq!(
+        neutron_error(&e),
+        (
+            "HTTPBadRequest",
+            "['no_such_attribute'] is invalid attribute for filtering",
+            ""
+        )
+    );
+    let (st, e) = c
+        .get(&format!("{N}/networks?foo=1&name=a&bar=2&foo=3"))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        neutron_error(&e).1,
+        "['foo', 'bar'] is invalid attribute for filtering"
+    );
+    // A joined list is not a filter (Neutron's security_group_rules has no is_filter).
+    let (st, _) = c
+        .get(&format!("{N}/security-groups?security_group_rules=x"))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+}
+
+/// Every attribute the simulator serializes is accepted as a filter, on every collection, and so is
+/// every filter capo's client sends.
+#[tokio::test]
+async fn serialized_attributes_and_capo_filters_are_valid() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (public, _router, port) = routed_port(&c).await;
+    let (_, f) = c
+        .post(
+            &format!("{N}/floatingips"),
+            json!({"floatingip": {"floating_network_id": public, "port_id": port}}),
+        )
+        .await;
+    assert!(f["floatingip"]["id"].is_string());
+    let (_, p) = c.get(&format!("{N}/ports/{port}")).await;
+    let net = p["port"]["network_id"].as_str().unwrap().to_string();
+    let (_, sub) = c
+        .post(&format!("{N}/ports"), json!({"port": {"network_id": net}}))
+        .await;
+    let sub = sub["port"]["id"].as_str().unwrap();
+    let (st, t) = c
+        .post(
+            &format!("{N}/trunks"),
+            json!({"trunk": {"port_id": port, "sub_ports": [{"port_id": sub, "segmentation_type": "vlan", "segmentation_id": 10}]}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{t}");
+    for (url, col) in [
+        ("networks", "networks"),
+        ("subnets", "subnets"),
+        ("ports", "ports"),
+        ("routers", "routers"),
+        ("floatingips", "floatingips"),
+        ("security-groups", "security_groups"),
+        ("security-group-rules", "security_group_rules"),
+        ("trunks", "trunks"),
+    ] {
+        let (st, l) = c.get(&format!("{N}/{url}")).await;
+        assert_eq!(st, StatusCode::OK);
+        let first = l[col][0].as_object().unwrap_or_else(|| panic!("no {col}"));
+        for k in first.keys() {
+            if col == "security_groups" && k == "security_group_rules" {
+                continue;
+            }
+            let (st, e) = c.get(&format!("{N}/{url}?{k}=x")).await;
+            assert_eq!(st, StatusCode::OK, "{col} filter {k}: {e}");
+        }
+    }
+    // The filters crates/openstack and crates/cloud send (ListFilter and friends).
+    for q in [
+        "networks?name=a&description=d&project_id=p&tags=a,b&tags-any=c&not-tags=d&not-tags-any=e",
+        "networks?router:external=true",
+        "networks?id=a&limit=10&marker=m",
+        "subnets?network_id=n&cidr=10.0.0.0/24&ip_version=4&gateway_ip=10.0.0.1&ipv6_address_mode=slaac&ipv6_ra_mode=slaac",
+        "ports?network_id=n&device_id=d&name=x",
+        "ports?fixed_ips=ip_address%3D10.0.0.1&fixed_ips=subnet_id%3Ds",
+        "routers?name=r",
+        "floatingips?floating_ip_address=1.2.3.4&port_id=p",
+        "security-groups?id=a&id=b&name=x&name=y",
+        "security-group-rules?security_group_id=s&fields=id&sort_key=id&sort_dir=asc&page_reverse=false",
+    ] {
+        let (st, e) = c.get(&format!("{N}/{q}")).await;
+        assert_eq!(st, StatusCode::OK, "{q}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn octavia_refuses_changes_while_pending() {
+    let delays = Delays {
+        lb_provision_ms: 300,
+        lb_update_ms: 300,
+        lb_delete_ms: 300,
+        ..common::instant()
+    };
+    let sim = Sim::start(SimConfig {
+        delays,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let c = common::capo(&sim).await;
+    let (_, sub) = c.net_with_subnet("lb", "10.3.0.0/24").await;
+    let (st, l) = c
+        .post(
+            &format!("{LB}/loadbalancers"),
+            json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    let lb = l["loadbalancer"]["id"].as_str().unwrap().to_string();
+    let immutable = json!({"faultcode": "Client", "faultstring": format!("Load Balancer {lb} is immutable and cannot be updated."), "debuginfo": null});
+    let lb_url = format!("{LB}/loadbalancers/{lb}");
+    let listener =
+        json!({"listener": {"loadbalancer_id": lb, "protocol": "TCP", "protocol_port": 6443}});
+    // PENDING_CREATE: PUT, DELETE and child creation are 409.
+    assert_eq!(
+        c.put(&lb_url, json!({"loadbalancer": {"description": "x"}}))
+            .await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(
+        c.delete(&lb_url).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(
+        c.post(&format!("{LB}/listeners"), listener.clone()).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    wait_active(&c, &lb_url).await;
+    // PENDING_UPDATE after a listener create: the listener and the LB are immutable.
+    let (st, li) = c.post(&format!("{LB}/listeners"), listener).await;
+    assert_eq!(st, StatusCode::CREATED);
+    let li = li["listener"]["id"].as_str().unwrap().to_string();
+    let li_url = format!("{LB}/listeners/{li}");
+    assert_eq!(
+        c.put(&li_url, json!({"listener": {"name": "y"}})).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(
+        c.delete(&li_url).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(
+        c.post(
+            &format!("{LB}/pools"),
+            json!({"pool": {"listener_id": li, "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}})
+        )
+        .await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(
+        c.put(&lb_url, json!({"loadbalancer": {"name": "z"}})).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    wait_active(&c, &lb_url).await;
+    let (st, po) = c
+        .post(
+            &format!("{LB}/pools"),
+            json!({"pool": {"listener_id": li, "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED);
+    let pool = po["pool"]["id"].as_str().unwrap().to_string();
+    for (path, body) in [
+        (
+            format!("{LB}/pools/{pool}/members"),
+            json!({"member": {"address": "10.3.0.9", "protocol_port": 6443}}),
+        ),
+        (
+            format!("{LB}/healthmonitors"),
+            json!({"healthmonitor": {"pool_id": pool, "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 3}}),
+        ),
+    ] {
+        assert_eq!(
+            c.post(&path, body).await,
+            (StatusCode::CONFLICT, immutable.clone()),
+            "{path}"
+        );
+    }
+    wait_active(&c, &lb_url).await;
+    // PENDING_DELETE: everything is 409 until the LB is gone.
+    assert_eq!(
+        c.delete(&format!("{lb_url}?cascade=true")).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        c.put(&lb_url, json!({"loadbalancer": {"name": "z"}})).await,
+        (StatusCode::CONFLICT, immutable.clone())
+    );
+    assert_eq!(c.delete(&lb_url).await, (StatusCode::CONFLICT, immutable));
+}
+
+async fn wait_active(c: &common::Client, url: &str) {
+    for _ in 0..100 {
+        let (_, v) = c.get(url).await;
+        if v["loadbalancer"]["provisioning_status"] == "ACTIVE" {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{url} never became ACTIVE");
+}
