@@ -159,6 +159,21 @@ impl Query {
         parts.push(format!("marker={}", encode(marker)));
         parts.join("&")
     }
+
+    /// Re-encode without `drop` keys, then append `add` (Neutron's next/previous links).
+    pub fn replacing(&self, drop: &[&str], add: &[(&str, &str)]) -> String {
+        let mut parts: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(k, _)| !drop.contains(&k.as_str()))
+            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .collect();
+        parts.extend(
+            add.iter()
+                .map(|(k, v)| format!("{}={}", encode(k), encode(v))),
+        );
+        parts.join("&")
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Query {

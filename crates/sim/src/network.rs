@@ -448,19 +448,65 @@ pub fn list_with(
         .collect();
     drop(w);
     filter::sort(&mut items, q);
-    let (mut items, next) = filter::page(items, q, "id");
-    filter::select_fields(&mut items, q);
     let k = kind(col);
+    let base = format!("{}{P}/{}", st.base_url, k.url);
+    let (mut items, links) = page(items, q, &base);
+    filter::select_fields(&mut items, q);
     let mut out = Map::new();
     out.insert(k.col.to_string(), Value::Array(items));
-    if let Some(m) = next {
-        let href = format!("{}{P}/{}?{}", st.base_url, k.url, q.with_marker(&m));
-        out.insert(
-            format!("{}_links", k.col),
-            json!([{"rel": "next", "href": href}]),
-        );
+    if !links.is_empty() {
+        out.insert(format!("{}_links", k.col), Value::Array(links));
     }
     ok(Value::Object(out))
+}
+
+/// Neutron's pagination (`api_common.PaginationEmulatedHelper` and `get_pagination_links`): with
+/// `limit`, a page after `marker` (or, with `page_reverse=True`, the `limit` items before it); a
+/// `next` link unless the page is short (and not reversed), a `previous` link (marker = first
+/// item, `page_reverse=True`) unless the page is short and reversed. So a full last page still
+/// has a `next` link, whose page is empty.
+fn page(items: Vec<Value>, q: &Query, base: &str) -> (Vec<Value>, Vec<Value>) {
+    let Some(limit) = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0)
+    else {
+        return (items, vec![]);
+    };
+    let reverse = q
+        .get("page_reverse")
+        .is_some_and(|r| r.eq_ignore_ascii_case("true"));
+    let marker = q.get("marker").filter(|m| !m.is_empty());
+    let start = match marker {
+        Some(m) => items.iter().position(|i| i["id"].as_str() == Some(m)),
+        None if reverse => Some(items.len()),
+        None => Some(0),
+    };
+    let page: Vec<Value> = match start {
+        None => vec![],
+        Some(i) if reverse => items[i.saturating_sub(limit)..i].to_vec(),
+        Some(i) => {
+            let i = if marker.is_some() { i + 1 } else { i };
+            items.into_iter().skip(i).take(limit).collect()
+        }
+    };
+    let short = page.len() < limit;
+    let id = |v: Option<&Value>| v.and_then(|v| v["id"].as_str()).map(str::to_string);
+    let mut links = Vec::new();
+    if !(short && !reverse) {
+        let add: Vec<(&str, String)> = id(page.last()).map(|m| ("marker", m)).into_iter().collect();
+        let add: Vec<(&str, &str)> = add.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let href = format!("{base}?{}", q.replacing(&["marker", "page_reverse"], &add));
+        links.push(json!({"rel": "next", "href": href}));
+    }
+    if !(short && reverse) {
+        let first = id(page.first());
+        let mut add: Vec<(&str, &str)> = first.iter().map(|m| ("marker", m.as_str())).collect();
+        add.push(("page_reverse", "True"));
+        let href = format!("{base}?{}", q.replacing(&["marker", "page_reverse"], &add));
+        links.push(json!({"rel": "previous", "href": href}));
+    }
+    (page, links)
 }
 
 /// Plain list.

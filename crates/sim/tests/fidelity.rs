@@ -531,3 +531,192 @@ async fn wait_active(c: &common::Client, url: &str) {
     }
     panic!("{url} never became ACTIVE");
 }
+
+#[tokio::test]
+async fn neutron_pagination_links() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let (_, n) = c
+            .post(
+                &format!("{N}/networks"),
+                json!({"network": {"name": format!("pg{i}")}}),
+            )
+            .await;
+        ids.push(n["network"]["id"].as_str().unwrap().to_string());
+    }
+    ids.sort();
+    let page = |v: &Value| -> Vec<String> {
+        v["networks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let rels = |v: &Value| -> Vec<String> {
+        v["networks_links"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|l| l["rel"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let q = "name=pg0&name=pg1&name=pg2&name=pg3&sort_key=id&sort_dir=asc";
+    // Without limit there are no links.
+    let (_, all) = c.get(&format!("{N}/networks?{q}")).await;
+    assert_eq!(page(&all), ids);
+    assert!(all.get("networks_links").is_none());
+    // limit=2: next and previous links.
+    let (_, p1) = c.get(&format!("{N}/networks?{q}&limit=2")).await;
+    assert_eq!(page(&p1), ids[..2]);
+    assert_eq!(rels(&p1), ["next", "previous"]);
+    let next = p1["networks_links"][0]["href"].as_str().unwrap();
+    assert!(next.contains(&format!("marker={}", ids[1])), "{next}");
+    let path = next.strip_prefix(&c.base).unwrap();
+    let (_, p2) = c.get(path).await;
+    assert_eq!(page(&p2), ids[2..]);
+    // A full last page still has a next link (Neutron's `len(items) < limit` test) ...
+    assert_eq!(rels(&p2), ["next", "previous"]);
+    let path = p2["networks_links"][0]["href"].as_str().unwrap();
+    let (_, p3) = c.get(path.strip_prefix(&c.base).unwrap()).await;
+    // ... which leads to an empty page with only a previous link.
+    assert_eq!(page(&p3), Vec::<String>::new());
+    assert_eq!(rels(&p3), ["previous"]);
+    // The previous link of page 2 goes back to page 1.
+    let prev = p2["networks_links"][1]["href"].as_str().unwrap();
+    assert!(prev.contains("page_reverse=True"), "{prev}");
+    let (_, back) = c.get(prev.strip_prefix(&c.base).unwrap()).await;
+    assert_eq!(page(&back), ids[..2]);
+}
+
+#[tokio::test]
+async fn nova_errors_and_fault_shapes() {
+    let mut seed = capo_sim::Seed::default();
+    seed.quotas.insert("instances".into(), 2);
+    let sim = Sim::start(SimConfig {
+        seed,
+        delays: common::instant(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let c = common::capo(&sim).await;
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let (_, imgs) = c.get("/image/v2/images").await;
+    let image = imgs["images"][0]["id"].as_str().unwrap().to_string();
+    let server = |name: &str, flavor: &str, image: &str| json!({"server": {"name": name, "flavorRef": flavor, "imageRef": image, "networks": [{"uuid": net}]}});
+    let (st, e) = c
+        .post("/compute/v2.1/servers", server("x", "nope", &image))
+        .await;
+    assert_eq!(
+        (st, e),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"badRequest": {"code": 400, "message": "Flavor nope could not be found."}})
+        )
+    );
+    let (st, e) = c
+        .post("/compute/v2.1/servers", server("x", "1", "nope"))
+        .await;
+    assert_eq!(
+        (st, e),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"badRequest": {"code": 400, "message": "Image nope could not be found."}})
+        )
+    );
+    // NoValidHost: ERROR with a 500 fault; `details` only for admins (Nova's _get_fault).
+    sim.control().fail_builds("^doomed$", 1).unwrap();
+    let (_, s) = c
+        .post("/compute/v2.1/servers", server("doomed", "1", &image))
+        .await;
+    let id = s["server"]["id"].as_str().unwrap().to_string();
+    let (_, v) = c.get(&format!("/compute/v2.1/servers/{id}")).await;
+    assert_eq!(v["server"]["status"], "ERROR");
+    let fault = v["server"]["fault"].as_object().unwrap();
+    assert_eq!(fault["code"], 500);
+    assert!(
+        fault["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("No valid host was found.")
+    );
+    assert!(fault.contains_key("created"));
+    assert!(!fault.contains_key("details"), "{fault:?}");
+    let (_, d) = c.get("/compute/v2.1/servers/detail").await;
+    assert!(d["servers"][0]["fault"].get("details").is_none());
+    let admin = common::login(&sim, "admin", "admin-password", "admin").await;
+    let (_, v) = admin.get(&format!("/compute/v2.1/servers/{id}")).await;
+    assert!(v["server"]["fault"]["details"].is_string(), "{v}");
+
+    // Quota: 403 forbidden with Nova's message (the ERROR server counts).
+    let (st, _) = c
+        .post("/compute/v2.1/servers", server("ok", "1", &image))
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    let (st, e) = c
+        .post("/compute/v2.1/servers", server("over", "1", &image))
+        .await;
+    assert_eq!(
+        (st, e),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"forbidden": {"code": 403, "message": "Quota exceeded for instances: Requested 1, but already used 2 of 2 instances"}})
+        )
+    );
+}
+
+#[tokio::test]
+async fn nova_servers_links() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let (_, imgs) = c.get("/image/v2/images").await;
+    let image = imgs["images"][0]["id"].as_str().unwrap().to_string();
+    for i in 0..4 {
+        let (st, _) = c
+            .post(
+                "/compute/v2.1/servers",
+                json!({"server": {"name": format!("s{i}"), "flavorRef": "1", "imageRef": image, "networks": [{"uuid": net}]}}),
+            )
+            .await;
+        assert_eq!(st, StatusCode::ACCEPTED);
+    }
+    let mut seen = Vec::new();
+    let mut path = "/compute/v2.1/servers/detail?limit=2".to_string();
+    let mut pages = 0;
+    loop {
+        let (st, v) = c.get(&path).await;
+        assert_eq!(st, StatusCode::OK);
+        pages += 1;
+        let items = v["servers"].as_array().unwrap();
+        seen.extend(
+            items
+                .iter()
+                .map(|s| s["name"].as_str().unwrap().to_string()),
+        );
+        match v["servers_links"][0]["href"].as_str() {
+            Some(href) => {
+                assert_eq!(v["servers_links"][0]["rel"], "next");
+                assert!(href.contains("/compute/v2.1/servers/detail?"), "{href}");
+                assert!(href.contains(&format!("marker={}", items[1]["id"].as_str().unwrap())));
+                path = href.strip_prefix(&c.base).unwrap().to_string();
+            }
+            None => break,
+        }
+    }
+    // Two full pages, each with a next link, then an empty page without one (Nova adds `next`
+    // whenever a page is full).
+    assert_eq!(pages, 3);
+    seen.sort();
+    assert_eq!(seen, ["s0", "s1", "s2", "s3"]);
+    let (_, v) = c.get("/compute/v2.1/servers?limit=3").await;
+    assert_eq!(v["servers"].as_array().unwrap().len(), 3);
+    assert!(v["servers_links"].is_array());
+    let (_, v) = c.get("/compute/v2.1/servers").await;
+    assert!(v.get("servers_links").is_none());
+}

@@ -112,3 +112,14 @@ pub fn render(w: &World, base: &str, b: &Value, mv: Mv) -> Value {
     }
     s
 }
+
+/// Nova's `_get_fault` (api/openstack/compute/views/servers.py): a fault's `details` (the
+/// traceback) are shown to admins, or when the fault code is not 500.
+pub fn hide_fault_details(s: &mut Value, admin: bool) {
+    if !admin
+        && s["fault"]["code"] == json!(500)
+        && let Some(f) = s["fault"].as_object_mut()
+    {
+        f.remove("details");
+    }
+}

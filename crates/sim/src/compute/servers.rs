@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use crate::compute::server_view::{addresses, render, security_groups};
+use crate::compute::server_view::{addresses, hide_fault_details, render, security_groups};
 use crate::compute::{P, SVC, bad, conflict, links, nf, server_actions};
 use crate::error::{ApiError, ApiResult};
 use crate::filter;
@@ -489,6 +489,9 @@ fn list_matches(w: &World, b: &Value, q: &Query) -> bool {
         && filter::tags_match(b, q)
 }
 
+/// Nova's default `[api] max_limit`.
+const MAX_LIMIT: usize = 1000;
+
 fn list(st: &AppState, ctx: &Ctx, q: &Query, mv: Mv, detail: bool) -> ApiResult {
     let w = st.world();
     let mut items: Vec<Value> = w
@@ -497,12 +500,27 @@ fn list(st: &AppState, ctx: &Ctx, q: &Query, mv: Mv, detail: bool) -> ApiResult 
         .map(|(_, r)| r.body.clone())
         .collect();
     items.reverse();
-    let (items, next) = filter::page(items, q, "id");
+    // Nova caps a page at `[api] max_limit` (1000) and adds a `next` link whenever the page is
+    // full (`_get_collection_links`: `max_items == len(items)`), even when nothing follows.
+    let max = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0)
+        .map_or(MAX_LIMIT, |l| l.min(MAX_LIMIT));
+    let (mut items, _) = filter::page(items, q, "id");
+    items.truncate(max);
+    let next = items
+        .last()
+        .filter(|_| max > 0 && items.len() == max)
+        .and_then(|b| b["id"].as_str())
+        .map(str::to_string);
     let items: Vec<Value> = items
         .iter()
         .map(|b| {
             if detail {
-                render(&w, &st.base_url, b, mv)
+                let mut s = render(&w, &st.base_url, b, mv);
+                hide_fault_details(&mut s, ctx.admin);
+                s
             } else {
                 let id = b["id"].as_str().unwrap_or("");
                 json!({"id": id, "name": b["name"], "links": links(&st.base_url, "servers", id)})
@@ -525,7 +543,9 @@ async fn show(
 ) -> ApiResult {
     let w = st.world();
     let b = find(&w, &ctx, &id)?;
-    ok(json!({"server": render(&w, &st.base_url, b, mv)}))
+    let mut s = render(&w, &st.base_url, b, mv);
+    hide_fault_details(&mut s, ctx.admin);
+    ok(json!({"server": s}))
 }
 
 /// Remove a server: delete the ports Nova created, unbind the others, detach volumes.
