@@ -493,13 +493,13 @@ fn page(items: Vec<Value>, q: &Query, base: &str) -> (Vec<Value>, Vec<Value>) {
     let short = page.len() < limit;
     let id = |v: Option<&Value>| v.and_then(|v| v["id"].as_str()).map(str::to_string);
     let mut links = Vec::new();
-    if !(short && !reverse) {
+    if !short || reverse {
         let add: Vec<(&str, String)> = id(page.last()).map(|m| ("marker", m)).into_iter().collect();
         let add: Vec<(&str, &str)> = add.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let href = format!("{base}?{}", q.replacing(&["marker", "page_reverse"], &add));
         links.push(json!({"rel": "next", "href": href}));
     }
-    if !(short && reverse) {
+    if !short || !reverse {
         let first = id(page.first());
         let mut add: Vec<(&str, &str)> = first.iter().map(|m| ("marker", m.as_str())).collect();
         add.push(("page_reverse", "True"));
