@@ -76,13 +76,12 @@ async fn bastion_enable_change_disable_and_delete() {
     })
     .await;
     let inv = h.inventory().await;
-    let state = h.sim().control().state(Some(&h.project()));
     assert_eq!(inv.get("servers"), None, "{inv:?}");
     assert_eq!(
         inv.get("floatingips"),
         Some(&1),
-        "only the API server's: {:#}",
-        state["floatingips"]
+        "only the API server's: {:?}",
+        h.items().await.get("floatingips")
     );
     h.create_cluster("b1", &spec(true, "m1.small")).await;
     h.wait_cluster("b1", 60, "bastion back", bastion_ready)

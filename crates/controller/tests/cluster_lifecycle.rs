@@ -103,10 +103,8 @@ async fn without_load_balancer_the_endpoint_is_a_floating_ip_deleted_with_the_cl
     assert_eq!(inv.get("floatingips"), Some(&1), "{inv:?}");
     assert_eq!(inv.get("loadbalancers"), None, "{inv:?}");
     // The API rule follows apiServerPort (upstream hard-codes 6443).
-    let state = h.sim().control().state(Some(&h.project()));
-    let api_rule = state["security_group_rules"]
-        .as_array()
-        .unwrap()
+    let items = h.items().await;
+    let api_rule = items["security_group_rules"]
         .iter()
         .any(|r| r["port_range_min"] == 8443 && r["direction"] == "ingress");
     assert!(api_rule, "no ingress rule for 8443");

@@ -31,7 +31,15 @@ pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
         tags: f.tags.clone(),
         status: None,
     };
-    let selector = format!("name {:?} tags {:?}", f.name, f.tags);
+    // Only the parts of the filter the user set, quoted as written.
+    let mut parts = Vec::new();
+    if let Some(name) = &f.name {
+        parts.push(format!("name {name:?}"));
+    }
+    if !f.tags.is_empty() {
+        parts.push(format!("tags {}", f.tags.join(",")));
+    }
+    let selector = parts.join(", ");
     let mut found = image::list_images(s, &filter)
         .await
         .ctx(|| format!("list images {selector}"))?;

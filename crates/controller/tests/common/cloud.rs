@@ -222,6 +222,9 @@ impl RealProject {
         let admin = doc["clouds"][admin_cloud.as_str()].clone();
         assert!(!admin.is_null(), "cloud {admin_cloud} not in {path}");
         let keystone = Keystone::login(&admin).await;
+        FIXTURES
+            .get_or_init(|| ensure_fixtures(&keystone, &admin))
+            .await;
         let name = format!("capo-{prefix}-{:08x}", rand_u32());
         let password = format!(
             "pw-{:016x}",
@@ -327,6 +330,97 @@ impl RealProject {
     }
 }
 
+static FIXTURES: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// The simulator's seed flavors and images, made on the real services when missing (by
+/// name), so the same manifests run on both: public images with the seed's properties and a
+/// few bytes of data (Nova's fake driver boots anything active).
+async fn ensure_fixtures(keystone: &Keystone, admin: &serde_yaml::Value) {
+    let mut clouds = serde_yaml::Mapping::new();
+    clouds.insert(ADMIN.into(), admin.clone());
+    let yaml = serde_yaml::to_string(&json_clouds(clouds)).expect("yaml");
+    let creds = Credentials::from_clouds_yaml(&yaml, ADMIN, None, None).expect("admin creds");
+    let s = sessions().session(&creds).expect("admin session");
+    let seed = capo_sim::seed::Seed::default();
+
+    let flavors: Vec<Value> = s
+        .list(
+            &Request::get(Service::Compute, "flavors", "fixtures"),
+            "flavors",
+        )
+        .await
+        .expect("list flavors");
+    for f in &seed.flavors {
+        if flavors.iter().any(|x| x["name"] == f.name.as_str()) {
+            continue;
+        }
+        let body = json!({"flavor": {
+            "name": f.name, "vcpus": f.vcpus, "ram": f.ram, "disk": f.disk,
+        }});
+        s.send(&Request::post(
+            Service::Compute,
+            "flavors",
+            "fixtures",
+            body,
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("create flavor {}: {e}", f.name));
+    }
+
+    let glance = s.endpoint(Service::Image).await.expect("glance endpoint");
+    let glance = glance.as_str().trim_end_matches('/');
+    let glance = if glance.ends_with("/v2") {
+        glance.to_owned()
+    } else {
+        format!("{glance}/v2")
+    };
+    for i in &seed.images {
+        let found: Vec<Value> = s
+            .list(
+                &Request::get(Service::Image, "images", "fixtures")
+                    .with_query("name", i.name.clone()),
+                "images",
+            )
+            .await
+            .expect("list images");
+        if found.iter().any(|x| x["status"] == "active") {
+            continue;
+        }
+        let mut body = json!({
+            "name": i.name, "visibility": "public",
+            "disk_format": "raw", "container_format": "bare",
+        });
+        for (k, v) in &i.properties {
+            body[k.as_str()] = json!(v);
+        }
+        let id = keystone
+            .call(
+                reqwest::Method::POST,
+                &format!("{glance}/images"),
+                Some(body),
+            )
+            .await["id"]
+            .as_str()
+            .expect("image id")
+            .to_owned();
+        let reply = keystone
+            .http
+            .put(format!("{glance}/images/{id}/file"))
+            .header("x-auth-token", &keystone.token)
+            .header("content-type", "application/octet-stream")
+            .body(vec![0u8; 4096])
+            .send()
+            .await
+            .expect("upload image");
+        assert!(
+            reply.status().is_success(),
+            "upload {}: {}",
+            i.name,
+            reply.status()
+        );
+    }
+}
+
 /// Just enough Keystone v3 admin to make a project and a user.
 struct Keystone {
     http: reqwest::Client,
@@ -385,6 +479,22 @@ impl Keystone {
         let v: Value = reply.json().await.unwrap_or(Value::Null);
         assert!(status.is_success(), "create {key}: {status} {v}");
         v[key]["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Any JSON call with the admin token (absolute URL); panics unless it succeeds.
+    async fn call(&self, method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
+        let mut req = self
+            .http
+            .request(method.clone(), url)
+            .header("x-auth-token", &self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let reply = req.send().await.expect("admin call");
+        let status = reply.status();
+        let v: Value = reply.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "{method} {url}: {status} {v}");
+        v
     }
 
     async fn put(&self, path: &str) {

@@ -7,7 +7,9 @@ mod common;
 #[path = "../common/machines.rs"]
 mod machines;
 
+mod bad_input;
 mod economy;
 mod faults;
 mod lifecycle;
 mod scale;
+mod three_plus_two;

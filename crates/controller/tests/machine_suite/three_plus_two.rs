@@ -1,0 +1,77 @@
+//! The shape operators run: a cluster with the API load balancer, three control-plane and
+//! two worker machines; workers scaled 2→3→1; everything deleted with nothing left behind.
+//! Portable: runs on capo-sim and, with `CAPO_CLOUD=real`, on the real services.
+use crate::common::Harness;
+use crate::machines::*;
+
+async fn member_count(h: &Harness) -> usize {
+    items(h, "members").await.len()
+}
+
+async fn server_names(h: &Harness) -> Vec<String> {
+    let mut names: Vec<String> = items(h, "servers")
+        .await
+        .iter()
+        .filter_map(|s| s["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+async fn up(h: &Harness, names: &[&str], cp: bool) {
+    for n in names {
+        create_machine(h, "c1", n, cp, MACHINE).await;
+    }
+    for n in names {
+        wait_machine_ready(h, n).await;
+    }
+}
+
+async fn down(h: &Harness, names: &[&str]) {
+    for n in names {
+        delete_machine(h, n).await;
+    }
+    for n in names {
+        wait_machine_gone(h, n, 120).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_control_plane_two_workers_scaled_and_deleted_leave_nothing() {
+    let h = Harness::new("three2").await;
+    let _c = start(&h);
+    h.create_cluster("c1", CLUSTER_LB).await;
+    h.wait_ready("c1").await;
+    up(&h, &["cp-0", "cp-1", "cp-2"], true).await;
+    up(&h, &["md-0", "md-1"], false).await;
+    assert_eq!(
+        member_count(&h).await,
+        3,
+        "one member per control-plane machine"
+    );
+    assert_eq!(
+        server_names(&h).await,
+        ["cp-0", "cp-1", "cp-2", "md-0", "md-1"],
+        "one server per machine, none duplicated"
+    );
+    for m in ["cp-0", "md-0"] {
+        let st = machines(&h).get(m).await.unwrap().status.unwrap();
+        assert_eq!(st.instance_state.as_deref(), Some("ACTIVE"), "{m}");
+        assert!(!st.addresses.is_empty(), "{m}: no addresses");
+    }
+
+    up(&h, &["md-2"], false).await;
+    down(&h, &["md-0", "md-1"]).await;
+    assert_eq!(
+        server_names(&h).await,
+        ["cp-0", "cp-1", "cp-2", "md-2"],
+        "scaled workers 2→3→1"
+    );
+    assert_eq!(member_count(&h).await, 3, "workers are never API members");
+
+    down(&h, &["cp-0", "cp-1", "cp-2", "md-2"]).await;
+    h.delete_cluster("c1").await;
+    h.wait_gone("c1", 120).await;
+    let inv = h.inventory().await;
+    assert!(inv.is_empty(), "left behind: {inv:?}");
+}
