@@ -95,7 +95,7 @@ async fn ensure_managed_router(
                     owner.namespace, owner.name
                 )),
                 external_gateway_info: Some(gateway(s, spec, ext).await?),
-                    };
+            };
             let r = net::create(s, ROUTER, &body)
                 .await
                 .ctx(|| format!("create router {name}"))?;
