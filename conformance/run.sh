@@ -3,6 +3,10 @@
 # python-openstackclient, python-octaviaclient) from the pinned project virtualenv.
 #   conformance/run.sh [pytest args...]
 # Uses $CAPO_SIM_BIN when set, else builds capo-sim into ${CARGO_TARGET_DIR:-target}.
+#   CAPO_CONFORMANCE_CLOUD=real conformance/run.sh [pytest args...]
+# runs the same suite against real OpenStack services instead (differential fidelity): starts
+# them with hack/openstack-env.sh unless $CAPO_REAL_CLOUDS_YAML names the clouds.yaml of running
+# ones; tests marked sim_only are skipped (see conformance/NOTES.md).
 # Exits non-zero when any test fails (or none ran).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,7 +14,12 @@ cd "$root"
 
 venv="$(hack/python-env.sh | tail -n 1)"
 
-if [[ -z "${CAPO_SIM_BIN:-}" ]]; then
+if [[ "${CAPO_CONFORMANCE_CLOUD:-sim}" == real ]]; then
+  if [[ -z "${CAPO_REAL_CLOUDS_YAML:-}" ]]; then
+    CAPO_REAL_CLOUDS_YAML="$(hack/openstack-env.sh start | tail -n 1)"
+    export CAPO_REAL_CLOUDS_YAML
+  fi
+elif [[ -z "${CAPO_SIM_BIN:-}" ]]; then
   target="${CARGO_TARGET_DIR:-$root/target}"
   cargo build --locked -j2 -p capo-sim --bin capo-sim >&2
   export CAPO_SIM_BIN="$target/debug/capo-sim"

@@ -305,6 +305,8 @@ class Env:
         }))
 
         self.copy_from_venv("etc/cinder/api-paste.ini", "cinder/api-paste.ini")
+        # Which list filters the API accepts; without this file every filter (even name=) is a 400.
+        self.copy_from_venv("etc/cinder/resource_filters.json", "cinder/resource_filters.json")
         self.write("cinder/cinder.conf", ini({
             "DEFAULT": {"transport_url": RABBIT_URL, "auth_strategy": "keystone", "log_dir": L,
                         "state_path": s / "cinder", "api_paste_config": self.etc / "cinder/api-paste.ini",
@@ -314,7 +316,8 @@ class Env:
                         "default_availability_zone": DEFAULT_AZ,
                         # A volume asked for in az2 (capo follows the machine's failure domain)
                         # lands in the one storage zone instead of failing.
-                        "allow_availability_zone_fallback": "true"},
+                        "allow_availability_zone_fallback": "true",
+                        "resource_query_filters_file": self.etc / "cinder/resource_filters.json"},
             "noop": {"volume_driver": "capo_os_shims.cinder_noop.NoopVolumeDriver",
                      "volume_backend_name": "noop"},
             "database": {"connection": self.db("cinder")},
