@@ -179,6 +179,27 @@ pub async fn wait_machine_ready(h: &Harness, name: &str) -> OpenStackMachine {
     .await
 }
 
+/// Create machines of cluster `c1` (control plane when `cp`) with [`MACHINE`], then wait
+/// until every one is ready.
+pub async fn add_machines(h: &Harness, names: &[&str], cp: bool) {
+    for n in names {
+        create_machine(h, "c1", n, cp, MACHINE).await;
+    }
+    for n in names {
+        wait_machine_ready(h, n).await;
+    }
+}
+
+/// Delete machines, then wait until every one is gone.
+pub async fn remove_machines(h: &Harness, names: &[&str]) {
+    for n in names {
+        delete_machine(h, n).await;
+    }
+    for n in names {
+        wait_machine_gone(h, n, 120).await;
+    }
+}
+
 /// Delete the OpenStackMachine and its Machine (Cluster API deletes the infrastructure
 /// machine first).
 pub async fn delete_machine(h: &Harness, name: &str) {

@@ -291,6 +291,15 @@ spec:
             .expect("delete OpenStackCluster");
     }
 
+    /// Delete OpenStackCluster `name`, wait until it is gone and assert the project is empty
+    /// (but for Neutron's `default` security group).
+    pub async fn delete_cluster_leaving_nothing(&self, name: &str) {
+        self.delete_cluster(name).await;
+        self.wait_gone(name, 120).await;
+        let inv = self.inventory().await;
+        assert!(inv.is_empty(), "left behind: {inv:?}");
+    }
+
     /// Project ID of the test project.
     pub fn project(&self) -> String {
         self.cloud.project()

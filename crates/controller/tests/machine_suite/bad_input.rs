@@ -63,16 +63,8 @@ async fn unknown_flavor_and_image_are_named_and_nothing_is_created() {
         items(&h, "servers").await.is_empty(),
         "no server for a bad spec"
     );
-    for n in ["w-flavor", "w-image"] {
-        delete_machine(&h, n).await;
-    }
-    for n in ["w-flavor", "w-image"] {
-        wait_machine_gone(&h, n, 60).await;
-    }
-    h.delete_cluster("c1").await;
-    h.wait_gone("c1", 90).await;
-    let inv = h.inventory().await;
-    assert!(inv.is_empty(), "left behind: {inv:?}");
+    remove_machines(&h, &["w-flavor", "w-image"]).await;
+    h.delete_cluster_leaving_nothing("c1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,10 +122,7 @@ async fn wrong_password_gives_keystones_answer_and_a_fixed_secret_converges() {
         o.status.as_ref().is_some_and(|s| s.ready)
     })
     .await;
-    h.delete_cluster("c1").await;
-    h.wait_gone("c1", 90).await;
-    let inv = h.inventory().await;
-    assert!(inv.is_empty(), "left behind: {inv:?}");
+    h.delete_cluster_leaving_nothing("c1").await;
 }
 
 /// Set a Neutron quota of the test project as the cloud's admin.
@@ -175,8 +164,5 @@ async fn exhausted_floating_ip_quota_is_reported_then_converges_when_raised() {
         Some(&1),
         "exactly one"
     );
-    h.delete_cluster("c1").await;
-    h.wait_gone("c1", 90).await;
-    let inv = h.inventory().await;
-    assert!(inv.is_empty(), "left behind: {inv:?}");
+    h.delete_cluster_leaving_nothing("c1").await;
 }

@@ -5,24 +5,6 @@ use crate::common::Harness;
 use crate::machines::*;
 use serde_json::Value;
 
-async fn scale_up(h: &Harness, names: &[&str]) {
-    for n in names {
-        create_machine(h, "c1", n, true, MACHINE).await;
-    }
-    for n in names {
-        wait_machine_ready(h, n).await;
-    }
-}
-
-async fn scale_down(h: &Harness, names: &[&str]) {
-    for n in names {
-        delete_machine(h, n).await;
-    }
-    for n in names {
-        wait_machine_gone(h, n, 60).await;
-    }
-}
-
 async fn first_port(h: &Harness, machine: &str) -> String {
     let oss = servers(h).get(machine).await.unwrap();
     oss.status.unwrap().resources.unwrap().ports[0].id.clone()
@@ -37,11 +19,8 @@ async fn members(h: &Harness) -> usize {
 }
 
 async fn delete_all(h: &Harness, names: &[&str]) {
-    scale_down(h, names).await;
-    h.delete_cluster("c1").await;
-    h.wait_gone("c1", 60).await;
-    let inv = h.inventory().await;
-    assert!(inv.is_empty(), "left behind: {inv:?}");
+    remove_machines(h, names).await;
+    h.delete_cluster_leaving_nothing("c1").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,11 +35,11 @@ async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
         .control_plane_endpoint
         .unwrap()
         .host;
-    scale_up(&h, &["cp-0"]).await;
+    add_machines(&h, &["cp-0"], true).await;
     assert_eq!(members(&h).await, 1);
-    scale_up(&h, &["cp-1", "cp-2"]).await;
+    add_machines(&h, &["cp-1", "cp-2"], true).await;
     assert_eq!(members(&h).await, 3);
-    scale_down(&h, &["cp-0", "cp-1"]).await;
+    remove_machines(&h, &["cp-0", "cp-1"]).await;
     assert_eq!(members(&h).await, 1);
     let names: Vec<String> = items(&h, "members")
         .await
@@ -68,7 +47,7 @@ async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
         .map(|m| m["name"].as_str().unwrap().to_owned())
         .collect();
     assert!(names[0].ends_with("-6443-cp-2"), "{names:?}");
-    scale_up(&h, &["cp-3", "cp-4"]).await;
+    add_machines(&h, &["cp-3", "cp-4"], true).await;
     assert_eq!(members(&h).await, 3);
     let f = fips(&h).await;
     assert_eq!(f.len(), 1, "only the LB's API floating IP: {f:?}");
@@ -98,7 +77,7 @@ async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
         );
         f[0]["port_id"].as_str().map(str::to_owned)
     };
-    scale_up(&h, &["cp-0"]).await;
+    add_machines(&h, &["cp-0"], true).await;
     assert_eq!(
         api_fip(&h).await,
         Some(first_port(&h, "cp-0").await),
@@ -113,20 +92,20 @@ async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
         .map(|a| a.r#type.clone())
         .collect();
     assert!(kinds.contains(&"InternalIP".to_owned()), "{kinds:?}");
-    scale_up(&h, &["cp-1", "cp-2"]).await;
+    add_machines(&h, &["cp-1", "cp-2"], true).await;
     assert_eq!(
         api_fip(&h).await,
         Some(first_port(&h, "cp-0").await),
         "the holder keeps it"
     );
     let survivor = first_port(&h, "cp-2").await;
-    scale_down(&h, &["cp-0", "cp-1"]).await;
+    remove_machines(&h, &["cp-0", "cp-1"]).await;
     assert_eq!(
         api_fip(&h).await,
         Some(survivor.clone()),
         "moved to the live machine, not deleted"
     );
-    scale_up(&h, &["cp-3", "cp-4"]).await;
+    add_machines(&h, &["cp-3", "cp-4"], true).await;
     assert_eq!(api_fip(&h).await, Some(survivor), "still in place");
     delete_all(&h, &["cp-2", "cp-3", "cp-4"]).await;
 }

@@ -18,32 +18,14 @@ async fn server_names(h: &Harness) -> Vec<String> {
     names
 }
 
-async fn up(h: &Harness, names: &[&str], cp: bool) {
-    for n in names {
-        create_machine(h, "c1", n, cp, MACHINE).await;
-    }
-    for n in names {
-        wait_machine_ready(h, n).await;
-    }
-}
-
-async fn down(h: &Harness, names: &[&str]) {
-    for n in names {
-        delete_machine(h, n).await;
-    }
-    for n in names {
-        wait_machine_gone(h, n, 120).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_control_plane_two_workers_scaled_and_deleted_leave_nothing() {
     let h = Harness::new("three2").await;
     let _c = start(&h);
     h.create_cluster("c1", CLUSTER_LB).await;
     h.wait_ready("c1").await;
-    up(&h, &["cp-0", "cp-1", "cp-2"], true).await;
-    up(&h, &["md-0", "md-1"], false).await;
+    add_machines(&h, &["cp-0", "cp-1", "cp-2"], true).await;
+    add_machines(&h, &["md-0", "md-1"], false).await;
     assert_eq!(
         member_count(&h).await,
         3,
@@ -60,8 +42,8 @@ async fn three_control_plane_two_workers_scaled_and_deleted_leave_nothing() {
         assert!(!st.addresses.is_empty(), "{m}: no addresses");
     }
 
-    up(&h, &["md-2"], false).await;
-    down(&h, &["md-0", "md-1"]).await;
+    add_machines(&h, &["md-2"], false).await;
+    remove_machines(&h, &["md-0", "md-1"]).await;
     assert_eq!(
         server_names(&h).await,
         ["cp-0", "cp-1", "cp-2", "md-2"],
@@ -69,9 +51,6 @@ async fn three_control_plane_two_workers_scaled_and_deleted_leave_nothing() {
     );
     assert_eq!(member_count(&h).await, 3, "workers are never API members");
 
-    down(&h, &["cp-0", "cp-1", "cp-2", "md-2"]).await;
-    h.delete_cluster("c1").await;
-    h.wait_gone("c1", 120).await;
-    let inv = h.inventory().await;
-    assert!(inv.is_empty(), "left behind: {inv:?}");
+    remove_machines(&h, &["cp-0", "cp-1", "cp-2", "md-2"]).await;
+    h.delete_cluster_leaving_nothing("c1").await;
 }
