@@ -467,17 +467,10 @@ impl Keystone {
     }
 
     async fn create(&self, collection: &str, key: &str, body: Value) -> String {
-        let reply = self
-            .http
-            .post(format!("{}/{collection}", self.url))
-            .header("x-auth-token", &self.token)
-            .json(&json!({ key: body }))
-            .send()
-            .await
-            .expect("keystone create");
-        let status = reply.status();
-        let v: Value = reply.json().await.unwrap_or(Value::Null);
-        assert!(status.is_success(), "create {key}: {status} {v}");
+        let url = format!("{}/{collection}", self.url);
+        let v = self
+            .call(reqwest::Method::POST, &url, Some(json!({ key: body })))
+            .await;
         v[key]["id"].as_str().expect("id").to_owned()
     }
 
@@ -498,31 +491,13 @@ impl Keystone {
     }
 
     async fn put(&self, path: &str) {
-        let reply = self
-            .http
-            .put(format!("{}/{path}", self.url))
-            .header("x-auth-token", &self.token)
-            .send()
-            .await
-            .expect("keystone put");
-        assert!(
-            reply.status().is_success(),
-            "PUT {path}: {}",
-            reply.status()
-        );
+        let url = format!("{}/{path}", self.url);
+        self.call(reqwest::Method::PUT, &url, None).await;
     }
 
     async fn role_id(&self, name: &str) -> Option<String> {
-        let v: Value = self
-            .http
-            .get(format!("{}/roles?name={name}", self.url))
-            .header("x-auth-token", &self.token)
-            .send()
-            .await
-            .expect("keystone roles")
-            .json()
-            .await
-            .expect("roles json");
+        let url = format!("{}/roles?name={name}", self.url);
+        let v = self.call(reqwest::Method::GET, &url, None).await;
         v["roles"][0]["id"].as_str().map(str::to_owned)
     }
 }
