@@ -41,7 +41,13 @@ pub fn as_query_str(v: &Value) -> Option<String> {
 
 fn value_matches(v: &Value, wanted: &str) -> bool {
     match v {
-        Value::Bool(b) => wanted.eq_ignore_ascii_case(if *b { "true" } else { "false" }),
+        // oslo `bool_from_string`, as Neutron converts boolean filters.
+        Value::Bool(b) => {
+            let w = wanted.to_ascii_lowercase();
+            let truthy = matches!(w.as_str(), "1" | "t" | "true" | "on" | "y" | "yes");
+            let falsy = matches!(w.as_str(), "0" | "f" | "false" | "off" | "n" | "no");
+            if *b { truthy } else { falsy }
+        }
         Value::Array(items) => items.iter().any(|i| value_matches(i, wanted)),
         other => as_query_str(other).is_some_and(|s| s == wanted),
     }

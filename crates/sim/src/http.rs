@@ -47,6 +47,9 @@ pub struct Ctx {
     pub user: String,
     /// Admin role: sees every project's resources.
     pub admin: bool,
+    /// The token comes from a restricted application credential (Keystone refuses it for
+    /// managing application credentials).
+    pub restricted_app_cred: bool,
 }
 
 impl Ctx {
@@ -56,6 +59,7 @@ impl Ctx {
             project: project.to_string(),
             user: String::new(),
             admin: true,
+            restricted_app_cred: false,
         }
     }
 
@@ -90,10 +94,18 @@ impl FromRequestParts<AppState> for Ctx {
             .users
             .iter()
             .any(|u| u.id == t.user_id && u.admin);
+        let restricted_app_cred = t.app_cred.as_ref().is_some_and(|id| {
+            w.identity
+                .app_creds
+                .iter()
+                .find(|a| &a.id == id)
+                .is_none_or(|a| !a.unrestricted)
+        });
         Ok(Ctx {
             project,
             user: t.user_id.clone(),
             admin,
+            restricted_app_cred,
         })
     }
 }

@@ -98,7 +98,8 @@ fn token_body(w: &World, base: &str, t: &Token) -> Value {
         .as_ref()
         .and_then(|id| w.identity.app_creds.iter().find(|a| &a.id == id))
     {
-        body["application_credential"] = json!({"id": ac.id, "name": ac.name, "restricted": true});
+        body["application_credential"] =
+            json!({"id": ac.id, "name": ac.name, "restricted": !ac.unrestricted});
     }
     json!({"token": body})
 }
@@ -355,8 +356,22 @@ async fn get_user(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) 
 fn appcred_json(base: &str, a: &AppCred) -> Value {
     json!({"id": a.id, "name": a.name, "description": a.description, "expires_at": null, "project_id": a.project_id,
            "roles": [{"id": stable_id("role", "member"), "name": "member", "domain_id": null}],
-           "unrestricted": false, "access_rules": [], "user_id": a.user_id,
+           "unrestricted": a.unrestricted, "access_rules": [], "user_id": a.user_id,
            "links": {"self": format!("{base}/identity/v3/users/{}/application_credentials/{}", a.user_id, a.id)}})
+}
+
+/// Keystone refuses a token from a restricted application credential for creating or deleting
+/// application credentials (`_check_unrestricted_application_credential`).
+fn unrestricted(ctx: &Ctx) -> ApiResult<()> {
+    if ctx.restricted_app_cred {
+        return Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "",
+            "You are not authorized to perform the requested action: Using method 'application_credential' is not allowed for managing additional application credentials..",
+        ));
+    }
+    Ok(())
 }
 
 fn own_user(ctx: &Ctx, user: &str) -> ApiResult<()> {
@@ -398,6 +413,7 @@ async fn create_appcred(
     b: Bytes,
 ) -> ApiResult {
     own_user(&ctx, &user)?;
+    unrestricted(&ctx)?;
     let req = body(SVC, &b)?;
     let a = &req["application_credential"];
     let name = a["name"]
@@ -412,7 +428,9 @@ async fn create_appcred(
         return Err(ApiError::conflict(
             SVC,
             "",
-            "Conflict occurred attempting to store application_credential - Duplicate entry.",
+            format!(
+                "Conflict occurred attempting to store application_credential - Duplicate entry found with name {name}."
+            ),
         ));
     }
     let secret = a["secret"]
@@ -426,6 +444,7 @@ async fn create_appcred(
         user_id: user,
         project_id: ctx.project.clone(),
         description: a["description"].as_str().unwrap_or_default().to_string(),
+        unrestricted: a["unrestricted"].as_bool().unwrap_or(false),
     };
     let mut out = appcred_json(&st.base_url, &ac);
     out["secret"] = json!(secret);
@@ -468,6 +487,7 @@ async fn delete_appcred(
     Path((user, id)): Path<(String, String)>,
 ) -> ApiResult {
     own_user(&ctx, &user)?;
+    unrestricted(&ctx)?;
     let mut w = st.world();
     let before = w.identity.app_creds.len();
     w.identity

@@ -331,10 +331,54 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// The format Glance's format inspector sees in the data (magic numbers only; the sim does not
+/// do the inspector's safety checks). Anything else is `raw`.
+fn detect_format(data: &[u8]) -> &'static str {
+    let at = |off: usize, magic: &[u8]| data.get(off..off + magic.len()) == Some(magic);
+    if at(0, b"QFI\xfb") && (at(4, &[0, 0, 0, 2]) || at(4, &[0, 0, 0, 3])) {
+        "qcow2"
+    } else if at(0, b"KDMV") {
+        "vmdk"
+    } else if at(0, b"vhdxfile") {
+        "vhdx"
+    } else if at(0, b"conectix") {
+        "vhd"
+    } else if at(0x40, &[0x7f, 0x10, 0xda, 0xbe]) {
+        "vdi"
+    } else if at(0x8001, b"CD001") || at(0x8801, b"CD001") || at(0x9001, b"CD001") {
+        "iso"
+    } else {
+        "raw"
+    }
+}
+
+/// Glance 33 (`[image_format] require_image_format_match`, on by default): data that is not in
+/// the declared `disk_format` is refused with 415 and the image stays `queued`. `raw` (and the
+/// formats without an inspector: ami, ari, aki, ploop) accept any data.
+fn format_mismatch(disk_format: &str, data: &[u8], content_type: &str) -> Option<Response> {
+    if !["qcow2", "vmdk", "vhd", "vhdx", "vdi", "iso"].contains(&disk_format) {
+        return None;
+    }
+    let found = detect_format(data);
+    if found == disk_format {
+        return None;
+    }
+    let body = format!(
+        "<html>\n <head>\n  <title>415 Unsupported Media Type</title>\n </head>\n <body>\n  <h1>415 Unsupported Media Type</h1>\n  The request media type {content_type} is not supported by this server.\n<br /><br />\nImage disk_format {disk_format} does not match stream data {found}\n </body>\n</html>"
+    );
+    let mut r = (StatusCode::UNSUPPORTED_MEDIA_TYPE, body).into_response();
+    r.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/html; charset=UTF-8"),
+    );
+    Some(r)
+}
+
 async fn upload(
     State(st): State<AppState>,
     ctx: Ctx,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     b: Bytes,
 ) -> ApiResult {
     let mut w = st.world();
@@ -348,6 +392,15 @@ async fn upload(
                 r.body["status"].as_str().unwrap_or("")
             ),
         ));
+    }
+    let content_type =
+        crate::http::header_str(&headers, "content-type").unwrap_or("application/octet-stream");
+    if let Some(resp) = format_mismatch(
+        r.body["disk_format"].as_str().unwrap_or(""),
+        &b,
+        content_type,
+    ) {
+        return Ok(resp);
     }
     hash_fields(&mut r.body, &b);
     r.body["status"] = json!("active");

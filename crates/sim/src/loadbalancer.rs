@@ -46,6 +46,16 @@ pub fn immutable(lb: &str) -> ApiError {
     )
 }
 
+/// Octavia 409 for PUT/DELETE of a load balancer in a PENDING_* state (Octavia 19's
+/// `_test_lb_status` path for the load balancer itself; children get [`immutable`]).
+pub fn invalid_state(lb: &str, status: &str) -> ApiError {
+    ApiError::conflict(
+        SVC,
+        "",
+        format!("Invalid state {status} of loadbalancer resource {lb}"),
+    )
+}
+
 /// A resource the caller owns, in any Octavia collection.
 pub fn find<'a>(w: &'a World, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult<&'a Rec> {
     w.get(col, id)
@@ -184,7 +194,18 @@ pub fn list_reply(
         .collect();
     drop(w);
     filter::sort(&mut items, q);
-    let (mut items, next) = filter::page(items, q, "id");
+    let (mut items, mut next) = filter::page(items, q, "id");
+    // Octavia links a next page whenever a page is full (the following page may be empty).
+    if next.is_none()
+        && let Some(l) = q.get("limit").and_then(|l| l.parse::<usize>().ok())
+        && l > 0
+        && items.len() == l
+    {
+        next = items
+            .last()
+            .and_then(|v| v["id"].as_str())
+            .map(str::to_string);
+    }
     filter::select_fields(&mut items, q);
     let mut links = Vec::new();
     if let Some(m) = next {
@@ -199,17 +220,21 @@ pub fn list_reply(
 fn vip_port(w: &mut World, ctx: &Ctx, req: &Value, lb: &str) -> ApiResult<(Value, bool)> {
     let nerr = |e: ApiError| ApiError::new(SVC, e.status, "", e.message);
     if let Some(pid) = req["vip_port_id"].as_str() {
-        let p = crate::network::find(w, ctx, "ports", pid).map_err(nerr)?;
+        let p = crate::network::find(w, ctx, "ports", pid)
+            .map_err(|_| ApiError::bad_request(SVC, format!("Port {pid} not found.")))?;
         return Ok((p.body.clone(), false));
     }
     let (net, subnet) = if let Some(s) = req["vip_subnet_id"].as_str() {
-        let sub = crate::network::find(w, ctx, "subnets", s).map_err(nerr)?;
+        // Octavia validates the VIP subnet itself: 400, not Neutron's 404.
+        let sub = crate::network::find(w, ctx, "subnets", s)
+            .map_err(|_| ApiError::bad_request(SVC, format!("Subnet {s} not found.")))?;
         (
             sub.body["network_id"].as_str().unwrap_or("").to_string(),
             Some(s.to_string()),
         )
     } else if let Some(n) = req["vip_network_id"].as_str() {
-        crate::network::find(w, ctx, "networks", n).map_err(nerr)?;
+        crate::network::find(w, ctx, "networks", n)
+            .map_err(|_| ApiError::bad_request(SVC, format!("Network {n} not found.")))?;
         (n.to_string(), None)
     } else {
         return Err(ApiError::bad_request(
@@ -293,7 +318,13 @@ async fn update_lb(
 ) -> ApiResult {
     let req = member(SVC, body(SVC, &b)?, "loadbalancer")?;
     let mut w = st.world();
-    find(&w, &ctx, LB, "Load Balancer", &id)?;
+    let status = find(&w, &ctx, LB, "Load Balancer", &id)?.body["provisioning_status"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    if status != "ACTIVE" {
+        return Err(invalid_state(&id, &status));
+    }
     lock_lb(&mut w, &id)?;
     let r = w.get_mut(LB, &id).ok_or_else(|| nf("Load Balancer", &id))?;
     for k in [
@@ -322,12 +353,10 @@ async fn delete_lb(
         .as_str()
         .unwrap_or("")
         .to_string();
-    if status.starts_with("PENDING_") {
-        return Err(immutable(&id));
-    }
     let cascade = q
         .get("cascade")
         .is_some_and(|c| c.eq_ignore_ascii_case("true"));
+    // Octavia checks for children before the state.
     let has_children = CHILD_COLS
         .iter()
         .any(|c| w.iter(c).any(|(_, r)| r.body["_lb"] == json!(id)));
@@ -336,6 +365,9 @@ async fn delete_lb(
             SVC,
             format!("Validation failure: Cannot delete Load Balancer {id} - it has children"),
         ));
+    }
+    if status.starts_with("PENDING_") {
+        return Err(invalid_state(&id, &status));
     }
     for col in CHILD_COLS.iter().copied().chain([LB]) {
         let ids: Vec<String> = w

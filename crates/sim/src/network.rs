@@ -154,7 +154,8 @@ pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, V
         }
         if k == "tags" && !body.contains_key(k) {
             // Neutron's tag attribute is `allow_post: False` on every resource but ports
-            // (`tag-ports-during-bulk-creation`); `tag-creation` only adds `POST .../tags`.
+            // (accepted there and dropped, see `ports::check_tags`); `tag-creation` only adds
+            // `POST .../tags`.
             return Err(
                 ApiError::bad_request(SVC, "Attribute 'tags' not allowed in POST")
                     .kind("HTTPBadRequest"),
@@ -287,10 +288,123 @@ const GENERIC_FILTERS: &[&str] = &[
     "description",
     "tenant_id",
     "project_id",
-    "created_at",
-    "updated_at",
     "revision_number",
 ];
+
+/// Attributes converted with neutron-lib `convert_to_boolean` when used as filters.
+const BOOL_FILTERS: &[&str] = &[
+    "admin_state_up",
+    "shared",
+    "router:external",
+    "enable_dhcp",
+    "distributed",
+    "ha",
+    "is_default",
+    "stateful",
+    "propagate_uplink_status",
+    "dns_publish_fixed_ip",
+];
+
+/// Attributes that are not sort keys (`is_sort_key` unset in neutron-lib: lists, dicts, the
+/// standard timestamps, descriptions, bindings, ...), checked on Neutron 29.
+const NOT_SORT_KEYS: &[&str] = &[
+    "description",
+    "revision_number",
+    "created_at",
+    "updated_at",
+    "tags",
+    "fixed_ips",
+    "allowed_address_pairs",
+    "security_groups",
+    "extra_dhcp_opts",
+    "port_security_enabled",
+    "binding:host_id",
+    "binding:vnic_type",
+    "binding:profile",
+    "binding:vif_type",
+    "binding:vif_details",
+    "dns_name",
+    "dns_assignment",
+    "shared",
+    "router:external",
+    "subnets",
+    "availability_zones",
+    "availability_zone_hints",
+    "allocation_pools",
+    "dns_nameservers",
+    "host_routes",
+    "external_gateway_info",
+    "routes",
+    "stateful",
+    "sub_ports",
+    "port_details",
+    "port_forwardings",
+    "trunk_details",
+];
+
+/// oslo `bool_from_string(strict=True)`.
+fn neutron_bool(v: &str) -> bool {
+    matches!(
+        v.to_ascii_lowercase().as_str(),
+        "1" | "t" | "true" | "on" | "y" | "yes" | "0" | "f" | "false" | "off" | "n" | "no"
+    )
+}
+
+/// Neutron's `get_sorts` and `_get_limit_param` (api/api_common.py) on a list query.
+fn validate_paging(q: &Query, col: &str) -> ApiResult<()> {
+    let http_bad = |m: String| ApiError::bad_request(SVC, m).kind("HTTPBadRequest");
+    let limit = q.get("limit");
+    if let Some(l) = limit
+        && l.parse::<u64>().is_err()
+    {
+        return Err(ApiError::bad_request(
+            SVC,
+            format!("Bad limit request: Limit must be an integer 0 or greater and not '{l}'."),
+        ));
+    }
+    let keys: Vec<&str> = q
+        .all("sort_key")
+        .into_iter()
+        .filter(|k| !k.is_empty())
+        .collect();
+    let dirs: Vec<&str> = q
+        .all("sort_dir")
+        .into_iter()
+        .filter(|d| !d.is_empty())
+        .collect();
+    if keys.len() != dirs.len() {
+        return Err(http_bad(
+            "The number of sort_keys and sort_dirs must be same".into(),
+        ));
+    }
+    let attrs = filter_attrs(col);
+    let absent: Vec<String> = keys
+        .iter()
+        .filter(|k| {
+            NOT_SORT_KEYS.contains(k)
+                || !(attrs.contains(k) || ["id", "name", "project_id", "tenant_id"].contains(k))
+        })
+        .map(|k| format!("'{k}'"))
+        .collect();
+    if !absent.is_empty() {
+        return Err(http_bad(format!(
+            "[{}] is invalid attribute for sort_keys",
+            absent.join(", ")
+        )));
+    }
+    let bad_dirs: Vec<String> = dirs
+        .iter()
+        .filter(|d| !["asc", "desc"].contains(d))
+        .map(|d| format!("'{d}'"))
+        .collect();
+    if !bad_dirs.is_empty() {
+        return Err(http_bad(format!(
+            "[{}] is invalid value for sort_dirs, valid value is 'asc' and 'desc'",
+            bad_dirs.join(", ")
+        )));
+    }
+    Ok(())
+}
 
 /// Attributes of each collection that may be used as filters: the fields the simulator serializes
 /// (Neutron's `is_filter` attributes; joined lists such as a group's `security_group_rules` are not
@@ -415,15 +529,24 @@ pub fn validate_filters(q: &Query, col: &str) -> ApiResult<()> {
             invalid.push(k);
         }
     }
-    if invalid.is_empty() {
-        return Ok(());
+    if !invalid.is_empty() {
+        let list: Vec<String> = invalid.iter().map(|k| format!("'{k}'")).collect();
+        return Err(ApiError::bad_request(
+            SVC,
+            format!("[{}] is invalid attribute for filtering", list.join(", ")),
+        )
+        .kind("HTTPBadRequest"));
     }
-    let list: Vec<String> = invalid.iter().map(|k| format!("'{k}'")).collect();
-    Err(ApiError::bad_request(
-        SVC,
-        format!("[{}] is invalid attribute for filtering", list.join(", ")),
-    )
-    .kind("HTTPBadRequest"))
+    for (k, v) in &q.0 {
+        if BOOL_FILTERS.contains(&k.as_str()) && attrs.contains(&k.as_str()) && !neutron_bool(v) {
+            return Err(ApiError::bad_request(
+                SVC,
+                format!("Invalid input for operation: '{v}' cannot be converted to boolean."),
+            )
+            .kind("InvalidInput"));
+        }
+    }
+    validate_paging(q, col)
 }
 
 /// List a collection with filters, sorting, pagination and field selection.
@@ -574,10 +697,6 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("stateful-security-group", "Stateful security group"),
     ("fip-port-details", "Floating IP Port Details Extension"),
     ("filter-validation", "Filter parameters validation"),
-    (
-        "tag-ports-during-bulk-creation",
-        "Tag Ports During Bulk Creation",
-    ),
 ];
 
 fn extension_json(alias: &str, name: &str) -> Value {

@@ -344,6 +344,7 @@ pub fn build_world(seed: &Seed, delays: crate::world::Delays, token_ttl_s: i64) 
             user_id,
             project_id,
             description: String::new(),
+            unrestricted: false,
         });
     }
     for f in &seed.flavors {

@@ -125,6 +125,10 @@ pub struct AppCred {
     pub project_id: String,
     /// Description.
     pub description: String,
+    /// Whether tokens from it may manage application credentials and trusts (Keystone's
+    /// `unrestricted`, default false).
+    #[serde(default)]
+    pub unrestricted: bool,
 }
 
 /// An issued token.

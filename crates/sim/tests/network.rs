@@ -251,7 +251,13 @@ async fn security_group_rules_bulk_create_is_all_or_nothing() {
     assert_eq!(st, StatusCode::CREATED, "{out}");
     assert_eq!(out["security_group_rules"].as_array().unwrap().len(), 2);
     // A batch with a duplicate (of an existing rule, or within itself) creates nothing.
-    for batch in [vec![rule(443), rule(22)], vec![rule(8080), rule(8080)]] {
+    for (batch, kind) in [
+        (vec![rule(443), rule(22)], "SecurityGroupRuleExists"),
+        (
+            vec![rule(8080), rule(8080)],
+            "DuplicateSecurityGroupRuleInPost",
+        ),
+    ] {
         let (st, e) = c
             .post(
                 "/network/v2.0/security-group-rules",
@@ -260,7 +266,7 @@ async fn security_group_rules_bulk_create_is_all_or_nothing() {
             .await;
         assert_eq!(
             (st, e["NeutronError"]["type"].as_str()),
-            (StatusCode::CONFLICT, Some("SecurityGroupRuleExists"))
+            (StatusCode::CONFLICT, Some(kind))
         );
     }
     let (_, list) = c

@@ -140,7 +140,13 @@ async fn glance_filters_patch_upload_and_errors() {
         .http
         .put(format!("{}/image/v2/images/{id}/file", c.base))
         .header("x-auth-token", &c.token)
-        .body(vec![1u8; 1024])
+        // qcow2 data: Glance 33 inspects the data against disk_format (415 otherwise, see
+        // tests/fidelity.rs).
+        .body({
+            let mut d = b"QFI\xfb\x00\x00\x00\x03".to_vec();
+            d.resize(1024, 1);
+            d
+        })
         .send()
         .await
         .unwrap();

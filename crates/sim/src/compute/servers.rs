@@ -34,6 +34,12 @@ pub fn find<'a>(w: &'a World, ctx: &Ctx, id: &str) -> ApiResult<&'a Value> {
         .ok_or_else(|| not_found(id))
 }
 
+/// oslo.utils `is_uuid_like`: 32 hex digits, hyphens anywhere ignored.
+fn uuid_like(v: &str) -> bool {
+    let hex: Vec<char> = v.chars().filter(|c| *c != '-').collect();
+    hex.len() == 32 && hex.iter().all(char::is_ascii_hexdigit) && v.len() <= 36
+}
+
 fn last_segment(r: &str) -> &str {
     r.rsplit('/').next().unwrap_or(r)
 }
@@ -151,16 +157,21 @@ fn validate(w: &World, ctx: &Ctx, s: &Value, hints: &Value, mv: Mv) -> ApiResult
     let boot_from_volume = bdm
         .iter()
         .any(|d| d["boot_index"].as_i64() == Some(0) || d["boot_index"] == json!("0"));
-    let image = match s["imageRef"]
-        .as_str()
-        .map(last_segment)
-        .filter(|i| !i.is_empty())
+    // Nova's schema: `imageRef` is a UUID (oslo `is_uuid_like`: hyphens optional) or "".
+    if let Some(i) = s["imageRef"].as_str()
+        && !i.is_empty()
+        && !uuid_like(i)
     {
+        return Err(bad(format!(
+            "Invalid input for field/attribute imageRef. Value: {i}. '{i}' is not valid under any of the given schemas"
+        )));
+    }
+    let image = match s["imageRef"].as_str().filter(|i| !i.is_empty()) {
         Some(i) => {
             let img = w
                 .get("images", i)
                 .filter(|r| crate::image::visible(ctx, r))
-                .ok_or_else(|| bad(format!("Image {i} could not be found.")))?;
+                .ok_or_else(|| bad("Can not find requested image"))?;
             let min_disk = img.body["min_disk"].as_i64().unwrap_or(0);
             if !boot_from_volume
                 && flavor["disk"].as_i64().unwrap_or(0) > 0
@@ -265,7 +276,7 @@ fn attach_networks(
             let p = w
                 .get("ports", pid)
                 .filter(|p| ctx.owns(&p.project))
-                .ok_or_else(|| nf(format!("Port id {pid} not found.")))?;
+                .ok_or_else(|| bad(format!("Port id {pid} could not be found.")))?;
             if p.body["device_id"].as_str().is_some_and(|d| !d.is_empty()) {
                 return Err(conflict(format!("Port {pid} is still in use.")));
             }
@@ -290,7 +301,15 @@ fn attach_networks(
                     created.push(id.clone());
                     id
                 })
-                .map_err(|e| ApiError::new(SVC, e.status, "", e.message))
+                // Nova answers Neutron's NetworkNotFound (and other refusals) with 400.
+                .map_err(|e| {
+                    let status = if e.status == StatusCode::NOT_FOUND {
+                        StatusCode::BAD_REQUEST
+                    } else {
+                        e.status
+                    };
+                    ApiError::new(SVC, status, "", e.message)
+                })
         } else {
             Err(bad("Bad networks format"))
         };

@@ -88,16 +88,23 @@ fn is_service_port(owner: &str) -> bool {
 async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
     let mut w = lock(&st, &ctx);
     find_owned(&mut w, &ctx, COL, &id)?;
-    let in_use = w.iter("ports").any(|(_, p)| {
-        p.body["network_id"] == json!(id)
-            && !is_service_port(p.body["device_owner"].as_str().unwrap_or(""))
-    });
-    if in_use {
+    let mut in_use: Vec<String> = w
+        .iter("ports")
+        .filter(|(_, p)| {
+            p.body["network_id"] == json!(id)
+                && !is_service_port(p.body["device_owner"].as_str().unwrap_or(""))
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    if !in_use.is_empty() {
+        // ML2 names the ports (in id order on Neutron 29).
+        in_use.sort();
         return Err(ApiError::conflict(
             SVC,
             "NetworkInUse",
             format!(
-                "Unable to complete operation on network {id}. There are one or more ports still in use on the network."
+                "Unable to complete operation on network {id}. There are one or more ports still in use on the network, id for these ports is: {}.",
+                in_use.join(",")
             ),
         ));
     }

@@ -302,8 +302,22 @@ async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResul
         let mut w = lock(&st, &ctx);
         let mut batch: Vec<(String, String, Value)> = Vec::new();
         for req in items {
-            let (id, owner, body) = build_rule(&w, &ctx, req, &batch)?;
+            let (id, owner, body) = build_rule(&w, &ctx, req)?;
             batch.push((id, owner, body));
+        }
+        // Neutron's `_check_for_duplicate_rules`: duplicates within the request first, then
+        // against the stored rules.
+        for (i, (_, _, b)) in batch.iter().enumerate() {
+            if batch[..i].iter().any(|(_, _, o)| same_rule(o, b)) {
+                return Err(ApiError::conflict(
+                    SVC,
+                    "DuplicateSecurityGroupRuleInPost",
+                    "Duplicate Security Group Rule in POST.",
+                ));
+            }
+        }
+        for (_, _, b) in &batch {
+            check_existing(&w, b)?;
         }
         let out: Vec<Value> = batch.iter().map(|(_, _, b)| b.clone()).collect();
         for (id, owner, body) in batch {
@@ -316,7 +330,8 @@ async fn create_rule(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResul
     }
     let req = req_member(RULES, &b)?;
     let mut w = lock(&st, &ctx);
-    let (id, owner, body) = build_rule(&w, &ctx, &req, &[])?;
+    let (id, owner, body) = build_rule(&w, &ctx, &req)?;
+    check_existing(&w, &body)?;
     w.insert(RULES, &id, &owner, body.clone());
     created(RULES, body)
 }
@@ -350,13 +365,24 @@ fn single_group_and_project(ctx: &Ctx, items: &[Value]) -> ApiResult<()> {
     Ok(())
 }
 
-/// Validate one rule request against the world and the rules of the same batch.
-fn build_rule(
-    w: &World,
-    ctx: &Ctx,
-    req: &Value,
-    batch: &[(String, String, Value)],
-) -> ApiResult<(String, String, Value)> {
+fn same_rule(a: &Value, b: &Value) -> bool {
+    RULE_IDENTITY.iter().all(|k| a[*k] == b[*k])
+}
+
+/// 409 `SecurityGroupRuleExists` when a stored rule is the same.
+fn check_existing(w: &World, body: &Value) -> ApiResult<()> {
+    if let Some((rid, _)) = w.iter(RULES).find(|(_, r)| same_rule(&r.body, body)) {
+        return Err(ApiError::conflict(
+            SVC,
+            "SecurityGroupRuleExists",
+            format!("Security group rule already exists. Rule id is {rid}."),
+        ));
+    }
+    Ok(())
+}
+
+/// Validate one rule request against the world (duplicates are checked by the caller).
+fn build_rule(w: &World, ctx: &Ctx, req: &Value) -> ApiResult<(String, String, Value)> {
     let (project, mut body) = new_body(ctx, req, rule_defaults())?;
     let sg = body["security_group_id"].as_str().unwrap_or("").to_string();
     let owner = find(w, ctx, COL, &sg)?.project.clone();
@@ -368,24 +394,6 @@ fn build_rule(
     }
     validate_rule(&mut body)?;
     check_quota(w, &project, RULES, "security_group_rule")?;
-    let same = |r: &Value| RULE_IDENTITY.iter().all(|k| r[*k] == body[*k]);
-    let dup = w
-        .iter(RULES)
-        .find(|(_, r)| same(&r.body))
-        .map(|(rid, _)| rid.to_string())
-        .or_else(|| {
-            batch
-                .iter()
-                .find(|(_, _, b)| same(b))
-                .map(|(rid, _, _)| rid.clone())
-        });
-    if let Some(rid) = dup {
-        return Err(ApiError::conflict(
-            SVC,
-            "SecurityGroupRuleExists",
-            format!("Security group rule already exists. Rule id is {rid}."),
-        ));
-    }
     body["belongs_to_default_sg"] = json!(w.default_sg.get(&owner) == Some(&sg));
     let id = body["id"].as_str().unwrap_or_default().to_string();
     Ok((id, owner, body))

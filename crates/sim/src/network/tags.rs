@@ -14,6 +14,53 @@ use crate::http::{AppState, Ctx, body, ok};
 use crate::network::{SVC, find, find_owned, lock, touch};
 use crate::world::World;
 
+/// A scalar as Python's `'%s'` shows it in neutron-lib's validator messages.
+fn py_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Bool(true) => "True".into(),
+        serde_json::Value::Bool(false) => "False".into(),
+        serde_json::Value::Null => "None".into(),
+        other => other.to_string(),
+    }
+}
+
+/// neutron-lib `validate_list_of_unique_strings` (max length 255): the tags, or the reason
+/// they are refused.
+pub fn validate_tags(v: &serde_json::Value) -> Result<Vec<String>, String> {
+    let Some(list) = v.as_array() else {
+        return Err(format!("'{}' is not a list", py_str(v)));
+    };
+    let mut out: Vec<String> = Vec::new();
+    for t in list {
+        let Some(s) = t.as_str() else {
+            return Err(format!("'{}' is not a valid string", py_str(t)));
+        };
+        if s.len() > 255 {
+            return Err(format!("'{s}' exceeds maximum length of 255"));
+        }
+        out.push(s.to_string());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let dups: Vec<&String> = out.iter().filter(|t| !seen.insert(*t)).collect();
+    if let Some(d) = dups.first() {
+        return Err(format!("Duplicate items in the list: '{d}'"));
+    }
+    Ok(out)
+}
+
+/// The `tags` of a `PUT`/`POST .../tags` body: Neutron's `InvalidInput` when missing or invalid.
+fn body_tags(req: &serde_json::Value) -> ApiResult<Vec<String>> {
+    let invalid = |reason: String| {
+        ApiError::bad_request(SVC, format!("Invalid input for operation: {reason}."))
+            .kind("InvalidInput")
+    };
+    match req.get("tags") {
+        None => Err(invalid("Invalid tags body".into())),
+        Some(v) => validate_tags(v).map_err(invalid),
+    }
+}
+
 fn tags_of(w: &World, ctx: &Ctx, col: &str, id: &str) -> ApiResult<Vec<String>> {
     let r = find(w, ctx, col, id)?;
     Ok(serde_json::from_value(r.body["tags"].clone()).unwrap_or_default())
@@ -44,10 +91,7 @@ pub async fn tags_put(
     b: Bytes,
 ) -> ApiResult {
     let req = body(SVC, &b)?;
-    let tags: Vec<String> = serde_json::from_value(req["tags"].clone()).map_err(|_| {
-        ApiError::bad_request(SVC, "Invalid input for operation: Invalid tags body.")
-            .kind("InvalidInput")
-    })?;
+    let tags = body_tags(&req)?;
     let mut w = lock(&st, &ctx);
     set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
     ok(json!({"tags": tags}))
@@ -62,10 +106,7 @@ pub async fn tags_post(
     b: Bytes,
 ) -> ApiResult {
     let req = body(SVC, &b)?;
-    let new: Vec<String> = serde_json::from_value(req["tags"].clone()).map_err(|_| {
-        ApiError::bad_request(SVC, "Invalid input for operation: Invalid tags body.")
-            .kind("InvalidInput")
-    })?;
+    let new = body_tags(&req)?;
     let mut w = lock(&st, &ctx);
     let mut tags = tags_of(&w, &ctx, &col, &id)?;
     for t in &new {
