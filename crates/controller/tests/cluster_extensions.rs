@@ -146,10 +146,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
             .is_none(),
         "no Octavia"
     );
-    let state = h.sim().control().state(Some(&h.project()));
-    let fip = state["floatingips"]
-        .as_array()
-        .unwrap()
+    let fip = h.items().await["floatingips"]
         .iter()
         .find(|f| Some(f["floating_ip_address"].as_str().unwrap()) == cp.floating_ip.as_deref())
         .cloned()
@@ -174,7 +171,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     let os = ext.open_stack.clone().unwrap();
     assert_eq!(os.keystone.as_deref(), Some("127.0.0.1"));
     assert_eq!(os.nova.as_deref(), Some("127.0.0.1"));
-    assert_eq!(os.project.as_deref(), Some("capo"));
+    assert_eq!(os.project.as_deref(), Some(h.cloud.project_name().as_str()));
     assert_eq!(os.region.as_deref(), Some("RegionOne"));
     let platform = ext.platform.clone().unwrap();
     assert_eq!(
@@ -228,7 +225,8 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
         w0.spec.ports[0].allowed_address_pairs[0].ip_address,
         ingress.vip.clone().unwrap()
     );
-    let port = &sim_items(&h, "ports")
+    let port = &items(&h, "ports")
+        .await
         .into_iter()
         .find(|p| p["device_id"].as_str() == cp0.status.as_ref().unwrap().instance_id.as_deref())
         .unwrap();

@@ -38,6 +38,8 @@ pub enum TestCloud {
 pub struct RealProject {
     /// Project ID.
     pub project_id: String,
+    /// Project name.
+    pub project_name: String,
     /// clouds.yaml with one cloud, [`CLOUD`], scoped to the project.
     pub clouds_yaml: String,
     /// clouds.yaml of the services' admin (cloud [`ADMIN`]).
@@ -98,6 +100,14 @@ impl TestCloud {
         match self {
             TestCloud::Sim(s) => s.control().project_id("capo").expect("project"),
             TestCloud::Real(p) => p.project_id.clone(),
+        }
+    }
+
+    /// Name of the test project.
+    pub fn project_name(&self) -> String {
+        match self {
+            TestCloud::Sim(_) => "capo".to_owned(),
+            TestCloud::Real(p) => p.project_name.clone(),
         }
     }
 
@@ -280,6 +290,7 @@ impl RealProject {
         let admin_yaml = serde_yaml::to_string(&json_clouds(admins)).expect("yaml");
         RealProject {
             project_id,
+            project_name: name,
             clouds_yaml,
             admin_yaml,
         }
@@ -304,14 +315,7 @@ impl RealProject {
             out.insert((*name).to_owned(), items);
         }
         // Octavia lists members per pool only.
-        let pools: Vec<Value> = s
-            .list(
-                &Request::get(Service::LoadBalancer, "lbaas/pools", "test_inventory")
-                    .with_query("project_id", self.project_id.clone()),
-                "pools",
-            )
-            .await
-            .expect("list pools");
+        let pools: Vec<Value> = out.get("pools").cloned().unwrap_or_default();
         let mut members = Vec::new();
         for p in pools {
             let id = p["id"].as_str().expect("pool id");

@@ -13,7 +13,7 @@ use capo_openstack::{ApiMetrics, ClientConfig, Session, SessionCache};
 use kube::Api;
 use serde_json::Value;
 
-use crate::common::{Harness, indent, spawn_controllers};
+use crate::common::{Harness, indent, patience, spawn_controllers};
 
 /// The cluster, machine and server controllers of one test; stopped on drop.
 pub struct Controllers {
@@ -151,7 +151,7 @@ pub async fn wait_machine(
     what: &str,
     pred: impl Fn(&OpenStackMachine) -> bool,
 ) -> OpenStackMachine {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let deadline = Instant::now() + patience(secs);
     loop {
         let o = machines(h).get_opt(name).await.expect("get");
         if let Some(o) = &o
@@ -210,7 +210,7 @@ pub async fn delete_machine(h: &Harness, name: &str) {
 
 /// Wait until OpenStackMachine `name` and its OpenStackServer are gone.
 pub async fn wait_machine_gone(h: &Harness, name: &str, secs: u64) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let deadline = Instant::now() + patience(secs);
     loop {
         let m = machines(h).get_opt(name).await.expect("get");
         let s = servers(h).get_opt(name).await.expect("get");
@@ -249,7 +249,7 @@ pub async fn session(h: &Harness) -> Session {
 
 /// Wait until `pred` holds (panics after `secs` with `what`).
 pub async fn wait_for(secs: u64, what: &str, mut pred: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+    let deadline = Instant::now() + patience(secs);
     while !pred() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -241,7 +241,7 @@ spec:
         what: &str,
         pred: impl Fn(&OpenStackCluster) -> bool,
     ) -> OpenStackCluster {
-        let deadline = Instant::now() + Duration::from_secs(secs);
+        let deadline = Instant::now() + patience(secs);
         loop {
             let o = self.clusters().get_opt(name).await.expect("get");
             if let Some(o) = &o
@@ -269,7 +269,7 @@ spec:
 
     /// Wait until OpenStackCluster `name` is gone.
     pub async fn wait_gone(&self, name: &str, secs: u64) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
+        let deadline = Instant::now() + patience(secs);
         while self.clusters().get_opt(name).await.expect("get").is_some() {
             if Instant::now() > deadline {
                 let o = self.clusters().get_opt(name).await.expect("get");
@@ -420,6 +420,13 @@ fn is_default_group(collection: &str, item: &Value, default_ids: &[String]) -> b
             .is_some_and(|id| default_ids.iter().any(|d| d == id)),
         _ => false,
     }
+}
+
+/// How long a wait of `secs` (sized for capo-sim) may take: four times longer on the real
+/// services, where an Octavia load balancer takes 6 to 70 s to become ACTIVE on a loaded
+/// 2-core machine.
+pub fn patience(secs: u64) -> Duration {
+    Duration::from_secs(if cloud::is_real() { secs * 4 } else { secs })
 }
 
 /// Indent every line of `text` by `n` spaces.

@@ -41,7 +41,8 @@ async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     assert!(b.floating_ip.is_some(), "{b:?}");
     let oss = servers(&h).get("c1-bastion").await.unwrap();
     assert!(oss.status.unwrap().ready);
-    let port = sim_items(&h, "ports")
+    let port = items(&h, "ports")
+        .await
         .into_iter()
         .find(|p| p["name"] == "c1-bastion-0")
         .unwrap();

@@ -20,10 +20,13 @@ fn lost_reply(path: &str) -> FaultSpec {
 }
 
 /// Servers, ports and volumes whose name starts with `prefix`.
-fn counts(h: &Harness, prefix: &str) -> [usize; 3] {
+async fn counts(h: &Harness, prefix: &str) -> [usize; 3] {
+    let items = h.items().await;
     ["servers", "ports", "volumes"].map(|col| {
-        sim_items(h, col)
-            .iter()
+        items
+            .get(col)
+            .into_iter()
+            .flatten()
             .filter(|i| i["name"].as_str().unwrap_or_default().starts_with(prefix))
             .count()
     })
@@ -63,7 +66,11 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
     create_machine(&h, "c1", "w-0", false, BOOT_FROM_VOLUME).await;
     let m = wait_machine_ready(&h, "w-0").await;
     assert!(h.sim().control().faults().is_empty(), "every fault fired");
-    assert_eq!(counts(&h, "w-0"), [1, 1, 1], "one server, port and volume");
+    assert_eq!(
+        counts(&h, "w-0").await,
+        [1, 1, 1],
+        "one server, port and volume"
+    );
     let st = m.status.unwrap();
     assert_eq!(
         st.instance_id.as_deref(),
@@ -71,7 +78,7 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
     );
     delete_machine(&h, "w-0").await;
     wait_machine_gone(&h, "w-0", 60).await;
-    assert_eq!(counts(&h, "w-0"), [0, 0, 0]);
+    assert_eq!(counts(&h, "w-0").await, [0, 0, 0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +112,7 @@ async fn no_valid_host_is_reported_then_retried_until_ready() {
     );
     assert_eq!(posts(&h, "/servers"), 2, "one failed build, one retry");
     assert_eq!(
-        counts(&h, "w-nvh"),
+        counts(&h, "w-nvh").await,
         [1, 1, 0],
         "the failed server is gone, the port reused"
     );
@@ -147,13 +154,13 @@ async fn server_deleted_behind_our_back_is_reported_as_instance_deleted() {
     let inst = conditions::get(&st.conditions, "InstanceReady").unwrap();
     assert_eq!(inst.reason.as_deref(), Some("InstanceDeleted"));
     assert_eq!(
-        counts(&h, "w-oob")[0],
+        counts(&h, "w-oob").await[0],
         0,
         "never re-created behind the user's back"
     );
     delete_machine(&h, "w-oob").await;
     wait_machine_gone(&h, "w-oob", 60).await;
-    assert_eq!(counts(&h, "w-oob"), [0, 0, 0]);
+    assert_eq!(counts(&h, "w-oob").await, [0, 0, 0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +181,7 @@ async fn controllers_killed_at_any_point_converge_to_one_of_each() {
     let c = start(&h);
     wait_machine_ready(&h, "w-k").await;
     drop(c);
-    assert_eq!(counts(&h, "w-k"), [1, 1, 1]);
+    assert_eq!(counts(&h, "w-k").await, [1, 1, 1]);
     delete_machine(&h, "w-k").await;
     for _ in 0..6 {
         let c = start(&h);
@@ -183,7 +190,7 @@ async fn controllers_killed_at_any_point_converge_to_one_of_each() {
     }
     let _c = start(&h);
     wait_machine_gone(&h, "w-k", 60).await;
-    assert_eq!(counts(&h, "w-k"), [0, 0, 0]);
+    assert_eq!(counts(&h, "w-k").await, [0, 0, 0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,7 +245,7 @@ async fn a_stopped_server_makes_the_machine_not_ready_until_it_runs_again() {
         Some(id.as_str()),
         "same server"
     );
-    assert_eq!(counts(&h, "w-s"), [1, 1, 0]);
+    assert_eq!(counts(&h, "w-s").await, [1, 1, 0]);
     delete_machine(&h, "w-s").await;
     wait_machine_gone(&h, "w-s", 60).await;
 }
@@ -276,5 +283,5 @@ async fn quota_exceeded_on_create_is_reported_and_retried() {
         "the cloud's quota message was reported"
     );
     assert!(h.sim().control().faults().is_empty());
-    assert_eq!(counts(&h, "w-q"), [1, 1, 0]);
+    assert_eq!(counts(&h, "w-q").await, [1, 1, 0]);
 }
