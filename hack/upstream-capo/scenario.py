@@ -11,8 +11,9 @@ import urllib.request
 
 NS = "default"
 CLUSTER = "upstream"
-MACHINES = [("upstream-control-plane", 'cluster.x-k8s.io/control-plane: ""'),
-            ("upstream-worker", "capo.test/role: worker")]
+MACHINES = [  # name, the role label, the OpenStackMachine template
+    ("upstream-control-plane", 'cluster.x-k8s.io/control-plane: ""', "openstackmachine.yaml"),
+    ("upstream-worker", "capo.test/role: worker", "openstackmachine-worker.yaml")]
 TIMEOUT = float(os.environ.get("CAPO_UPSTREAM_TIMEOUT", "300"))  # per phase, seconds
 
 
@@ -186,6 +187,7 @@ current-context: local
         uid = self.get("cluster", CLUSTER)["metadata"]["uid"]
         self.apply("openstackcluster.yaml", CLUSTER_UID=uid)
         self.wait("OpenStackCluster status.ready", lambda: self.status("openstackcluster", CLUSTER, "ready"))
+        self.wait("the bastion ACTIVE", lambda: self.status("openstackcluster", CLUSTER, "bastion", "state") == "ACTIVE")
         self.timings["cluster ready"] = time.monotonic() - t0
         # Cluster API's cluster controller: copy the endpoint, mark the infrastructure provisioned.
         osc = self.get("openstackcluster", CLUSTER)
@@ -197,23 +199,24 @@ current-context: local
         print(f"cluster ready in {self.timings['cluster ready']:.1f} s, endpoint {endpoint}", file=sys.stderr)
 
         t1 = time.monotonic()
-        for name, role in MACHINES:
+        for name, role, template in MACHINES:
             self.apply("machine.yaml", MACHINE=name, ROLE_LABEL=role)
             muid = self.get("machine", name)["metadata"]["uid"]
-            self.apply("openstackmachine.yaml", MACHINE=name, ROLE_LABEL=role, MACHINE_UID=muid)
-        for name, _ in MACHINES:
+            self.apply(template, MACHINE=name, ROLE_LABEL=role, MACHINE_UID=muid)
+        for name, *_ in MACHINES:
             # v0.14 keeps instanceState on the OpenStackServer the OpenStackMachine creates.
             self.wait(f"OpenStackMachine {name} ready, its OpenStackServer ACTIVE",
                       lambda: self.status("openstackmachine", name, "ready")
                       and self.status("openstackserver", name, "instanceState") == "ACTIVE")
         self.timings["machines ready"] = time.monotonic() - t1
         print(f"machines ready in {self.timings['machines ready']:.1f} s", file=sys.stderr)
+        self.check_sim_created()
 
         t2 = time.monotonic()
         # Cluster API deletes the infrastructure machine before removing the Machine's finalizer.
-        for name, _ in MACHINES:
+        for name, *_ in MACHINES:
             self.kubectl("delete", "openstackmachine", name, "--wait=false")
-        for name, _ in MACHINES:
+        for name, *_ in MACHINES:
             self.wait(f"OpenStackMachine {name} gone", lambda: self.get("openstackmachine", name) is None)
             self.kubectl("delete", "machine", name)
         self.timings["machines deleted"] = time.monotonic() - t2
@@ -225,6 +228,33 @@ current-context: local
         self.timings["total"] = time.monotonic() - t0
         self.check_sim_empty()
         self.report()
+
+    def check_sim_created(self):
+        """What upstream built, as capo-sim sees it (also saved to sim-state.json)."""
+        state = self.sim(f"/_sim/state?project={self.project}")
+        with open(os.path.join(self.dir, "sim-state.json"), "w") as f:
+            json.dump(state, f, indent=1)
+        counts = {c: len(v) for c, v in sorted(state.items()) if isinstance(v, list)}
+        print(f"capo-sim holds: {counts}", file=sys.stderr)
+        # Servers: control plane, worker, bastion; floating IPs: API load balancer, bastion;
+        # security groups: default, control plane, worker, bastion; volumes: worker's root and data.
+        want = {"servers": 3, "networks": 1, "subnets": 1, "routers": 1, "floatingips": 2,
+                "security_groups": 4, "loadbalancers": 1, "listeners": 1, "pools": 1,
+                "members": 1, "healthmonitors": 1, "volumes": 2}
+        wrong = {c: (counts.get(c, 0), n) for c, n in want.items() if counts.get(c, 0) != n}
+        if wrong:
+            raise Failure(f"unexpected resources in capo-sim (have, want): {wrong}")
+        lb = state["loadbalancers"][0]
+        fip_ports = {f.get("port_id") for f in state["floatingips"]}
+        if lb.get("provisioning_status") != "ACTIVE" or lb.get("vip_port_id") not in fip_ports:
+            raise Failure(f"load balancer {lb.get('provisioning_status')}, VIP port {lb.get('vip_port_id')}, "
+                          f"floating IPs on {fip_ports}")
+        untagged = [f"{c} {r.get('name') or r['id']}" for c in ("networks", "subnets", "routers")
+                    for r in state[c] if "capo-upstream" not in r.get("tags", [])]
+        if untagged:
+            raise Failure(f"not tagged capo-upstream in capo-sim: {untagged}")
+        if any(srv.get("status") != "ACTIVE" for srv in state["servers"]):
+            raise Failure("a server is not ACTIVE in capo-sim")
 
     def check_sim_empty(self):
         state = self.sim(f"/_sim/state?project={self.project}")
