@@ -149,7 +149,11 @@ pub async fn tag_one(
                 tags.push(tag.clone());
                 set_tags(&mut w, &ctx, &col, &id, tags)?;
             }
-            Ok(StatusCode::CREATED.into_response())
+            // Neutron 29 serializes the handler's `None`: 201, `application/json`, `null`.
+            Ok(crate::http::reply(
+                StatusCode::CREATED,
+                serde_json::Value::Null,
+            ))
         }
         _ if present => {
             tags.retain(|t| t != &tag);
