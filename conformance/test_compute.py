@@ -90,10 +90,12 @@ def test_server_with_volume_sdk(sim, conn, project_id, image, flavor):
     conn.network.add_interface_to_router(router, subnet_id=subnet.id)
     fip = conn.network.update_ip(fip, port_id=port.id)
     assert fip.fixed_ip_address == "10.30.0.10"
-    addrs = conn.compute.get_server(server.id).addresses["sdk-srv-net"]
-    assert sorted((a["addr"], a["OS-EXT-IPS:type"]) for a in addrs) == sorted(
-        [("10.30.0.10", "fixed"), (fip.floating_ip_address, "floating")]
-    )
+    # Nova learns of the association from Neutron's network-changed event: at once on the sim,
+    # ~2 s later on the real services.
+    want = sorted([("10.30.0.10", "fixed"), (fip.floating_ip_address, "floating")])
+    poll(lambda: sorted((a["addr"], a["OS-EXT-IPS:type"])
+                        for a in conn.compute.get_server(server.id).addresses["sdk-srv-net"]),
+         lambda got: got == want, "the floating address in the server's addresses")
 
     volume = conn.block_storage.create_volume(size=1, name="sdk-vol")
     assert volume.size == 1

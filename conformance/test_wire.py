@@ -7,6 +7,7 @@ import pytest
 import requests
 
 
+@pytest.mark.sim_only  # capo-sim's URL layout (`{base}/identity/v3`)
 def test_identity_version_documents(sim, conn):
     v3 = conn.session.get(f"{sim.base_url}/identity/v3", authenticated=False).json()
     assert v3["version"]["id"].startswith("v3")
