@@ -578,6 +578,13 @@ class Env:
             net.create_subnet(name="public-subnet", network_id=public.id, ip_version=4,
                               cidr="172.24.4.0/24", gateway_ip="172.24.4.1", is_dhcp_enabled=False,
                               allocation_pools=[{"start": "172.24.4.10", "end": "172.24.4.250"}])
+        # Octavia makes a security group, ports and an amphora server per load balancer in the
+        # service project: its quotas are lifted, as operators do on a real cloud (with the
+        # defaults, ten load balancers exhaust the security groups and the next goes to ERROR).
+        net.update_quota(svc_project.id, security_groups=-1, security_group_rules=-1, ports=-1,
+                         networks=-1, subnets=-1)
+        c.set_compute_quotas(svc_project.id, instances=-1, cores=-1, ram=-1, server_groups=-1,
+                             server_group_members=-1)
         # Octavia's management network, security group and amphora image/flavor live in the
         # service project, as on a real cloud.
         mgmt = net.find_network("lb-mgmt-net", project_id=svc_project.id) or net.create_network(

@@ -460,3 +460,90 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
     );
     assert!(secret(&h, "o1-ansible").await.is_none());
 }
+
+/// An ingress load balancer that Octavia puts in ERROR (seen on the real services when the
+/// service project ran out of security groups) is reported, not ignored: ExtensionsReady and
+/// Ready say so as errors until the operator deletes it; capo then builds a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingress_load_balancer_in_error_is_reported_until_replaced() {
+    let mut h = Harness::new("ingerr").await;
+    let mut delays = common::fast_delays();
+    delays.lb_provision_ms = 3000;
+    h.sim().control().set_delays(delays);
+    h.start();
+    h.create_cluster("i1", OCTAVIA).await;
+    let ingress_id = |o: &OpenStackCluster| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.extensions.as_ref())
+            .and_then(|e| e.load_balancers.as_ref())
+            .and_then(|l| l.ingress.as_ref())
+            .and_then(|i| i.load_balancer_id.clone())
+    };
+    let o = h
+        .wait_cluster("i1", 60, "ingress load balancer recorded", |o| {
+            ingress_id(o).is_some()
+        })
+        .await;
+    let id = ingress_id(&o).unwrap();
+    let error_body = serde_json::json!({"loadbalancer": {
+        "id": id, "name": "k8s-clusterapi-cluster-x-ingress", "provisioning_status": "ERROR",
+        "operating_status": "ERROR", "vip_address": "10.3.0.9", "vip_port_id": "",
+        "listeners": [], "tags": []}});
+    let fault: capo_sim::FaultSpec = serde_json::from_value(serde_json::json!({
+        "method": "GET",
+        "path_regex": format!("/lbaas/loadbalancers/{id}$"),
+        "status": 200,
+        "body": error_body,
+    }))
+    .unwrap();
+    h.sim().control().add_faults(vec![fault]).unwrap();
+    let reason = |o: &OpenStackCluster, c: &str| {
+        o.status
+            .as_ref()
+            .and_then(|s| capo_controller::conditions::get(&s.conditions, c))
+            .and_then(|c| c.reason.clone())
+    };
+    let o = h
+        .wait_cluster("i1", 60, "IngressLoadBalancerFailed", |o| {
+            reason(o, "ExtensionsReady").as_deref() == Some("IngressLoadBalancerFailed")
+        })
+        .await;
+    assert_eq!(
+        reason(&o, "Ready").as_deref(),
+        Some("IngressLoadBalancerFailed")
+    );
+    let st = o.status.unwrap();
+    let c = capo_controller::conditions::get(&st.conditions, "ExtensionsReady").unwrap();
+    assert!(
+        c.message.as_deref().unwrap_or_default().contains("ERROR"),
+        "{c:?}"
+    );
+    assert!(!st.ready, "not provisioned while the ingress is broken");
+    // The operator deletes the broken load balancer; capo builds a new one.
+    h.sim().control().clear_faults();
+    // (The simulated load balancer is still PENDING_CREATE underneath: retry its 409.)
+    let s = h.session();
+    let delete = capo_openstack::Request::delete(
+        capo_openstack::Service::LoadBalancer,
+        format!("lbaas/loadbalancers/{id}?cascade=true"),
+        "test_delete",
+    );
+    for attempt in 0.. {
+        match s.send(&delete).await {
+            Ok(_) => break,
+            Err(e) if attempt < 50 => {
+                eprintln!("delete: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("delete ingress load balancer: {e}"),
+        }
+    }
+    let o = h
+        .wait_cluster("i1", 60, "ready with a new ingress", |o| {
+            o.status.as_ref().is_some_and(|s| s.ready) && ingress_id(o).is_some_and(|new| new != id)
+        })
+        .await;
+    assert!(ingress_id(&o).is_some());
+    h.delete_cluster_leaving_nothing("i1").await;
+}

@@ -47,33 +47,34 @@ async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
             return wait(scope, API_ENDPOINT_READY, "LoadBalancerNotReady", why).await;
         }
         Step::Stuck(why) => {
-            scope.set(
-                API_ENDPOINT_READY,
-                State::error("LoadBalancerFailed", why.clone()),
-            );
-            scope.set(READY, State::error("LoadBalancerFailed", why.clone()));
-            scope.flush().await?;
-            scope
-                .event(
-                    EventType::Warning,
-                    "LoadBalancerFailed",
-                    "Reconcile",
-                    Some(why),
-                )
-                .await;
-            return Ok(Action::requeue(scope.ctx.options.slow_retry));
+            return stuck(scope, API_ENDPOINT_READY, "LoadBalancerFailed", why).await;
         }
     }
     reconcile_failure_domains(scope, &s).await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    if let Progress::NotReady(why) = super::extensions::reconcile_cloud(scope, &s).await? {
-        return wait(
-            scope,
-            super::extensions::EXTENSIONS_READY,
-            "IngressNotReady",
-            why,
-        )
-        .await;
+    match super::extensions::reconcile_cloud(scope, &s).await? {
+        Progress::Ready => {}
+        Progress::NotReady(why) => {
+            return wait(
+                scope,
+                super::extensions::EXTENSIONS_READY,
+                "IngressNotReady",
+                why,
+            )
+            .await;
+        }
+        // Octavia does not leave ERROR by itself: the cluster is not provisioned until the
+        // operator deletes the load balancer (capo then builds a new one).
+        Progress::Failed(why) => {
+            let why = format!("{why}; delete it and capo creates a new one");
+            return stuck(
+                scope,
+                super::extensions::EXTENSIONS_READY,
+                "IngressLoadBalancerFailed",
+                why,
+            )
+            .await;
+        }
     }
     if !scope.status.ready {
         scope
@@ -109,6 +110,23 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     let fp = fingerprint(scope.osc, &scope.status)?;
     scope.ctx.set_converged(&key, fp, verified);
     Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+/// A failure only the operator can fix: `condition` and Ready say so as errors, one Warning
+/// event, and a slow retry (the cloud will not change by itself).
+async fn stuck(
+    scope: &mut Scope<'_>,
+    condition: &str,
+    reason: &str,
+    why: String,
+) -> Result<Action> {
+    scope.set(condition, State::error(reason, why.clone()));
+    scope.set(READY, State::error(reason, why.clone()));
+    scope.flush().await?;
+    scope
+        .event(EventType::Warning, reason, "Reconcile", Some(why))
+        .await;
+    Ok(Action::requeue(scope.ctx.options.slow_retry))
 }
 
 async fn wait(scope: &mut Scope<'_>, condition: &str, reason: &str, why: String) -> Result<Action> {
