@@ -6,7 +6,7 @@ Starts etcd, kube-apiserver, capo-sim and the upstream manager on 127.0.0.1, pla
 hand (Cluster, Machines, their status), and exits non-zero on any failure after printing the
 manager's log tail and the objects' status. Python standard library only.
 """
-import argparse, base64, json, os, secrets, shutil, socket, string, subprocess, sys, tempfile, time
+import argparse, base64, json, os, secrets, shutil, signal, socket, ssl, string, subprocess, sys, tempfile, time
 import urllib.request
 
 NS = "default"
@@ -15,6 +15,8 @@ MACHINES = [  # name, the role label, the OpenStackMachine template
     ("upstream-control-plane", 'cluster.x-k8s.io/control-plane: ""', "openstackmachine.yaml"),
     ("upstream-worker", "capo.test/role: worker", "openstackmachine-worker.yaml")]
 TIMEOUT = float(os.environ.get("CAPO_UPSTREAM_TIMEOUT", "300"))  # per phase, seconds
+CLOUD = os.environ.get("CAPO_UPSTREAM_CLOUD", "capo-sim")  # or capo-sim-appcred
+TLS = bool(os.environ.get("CAPO_UPSTREAM_TLS"))  # capo-sim --tls, its CA as the Secret's cacert
 
 
 class Failure(Exception):
@@ -28,6 +30,7 @@ class Scenario:
         self.procs = []  # (name, Popen, log path)
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.timings = {}
+        self.ssl = None  # TLS context for capo-sim's control API
 
     # --- processes --------------------------------------------------------------------------
     def spawn(self, name, argv, env=None):
@@ -82,14 +85,14 @@ class Scenario:
 
     def apply(self, template, **values):
         with open(os.path.join(self.a.manifests, template)) as f:
-            text = string.Template(f.read()).substitute(NAMESPACE=NS, CLUSTER=CLUSTER, **values)
+            text = string.Template(f.read()).substitute(NAMESPACE=NS, CLUSTER=CLUSTER, CLOUD=CLOUD, **values)
         self.kubectl("apply", "-f", "-", input=text)
 
     def sim(self, path, method="GET", body=None):
         req = urllib.request.Request(self.sim_url + path, method=method,
                                      data=None if body is None else json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30, context=self.ssl) as r:
             return json.loads(r.read() or b"null")
 
     @staticmethod
@@ -100,14 +103,14 @@ class Scenario:
 
     # --- start ------------------------------------------------------------------------------
     def start_kubernetes(self):
-        d, ssl = self.dir, ["openssl", "req", "-x509", "-nodes", "-days", "1", "-newkey", "ec",
+        d, x509 = self.dir, ["openssl", "req", "-x509", "-nodes", "-days", "1", "-newkey", "ec",
                            "-pkeyopt", "ec_paramgen_curve:prime256v1",
                            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
-        self.sh(*ssl, "-subj", "/CN=kube-apiserver", "-keyout", "api.key", "-out", "api.crt")
+        self.sh(*x509, "-subj", "/CN=kube-apiserver", "-keyout", "api.key", "-out", "api.crt")
         self.sh("openssl", "genrsa", "-out", "sa.key", "2048")
         self.sh("openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub")
         os.makedirs(f"{d}/webhook-certs")
-        self.sh(*ssl, "-subj", "/CN=capo-webhook", "-keyout", "webhook-certs/tls.key",
+        self.sh(*x509, "-subj", "/CN=capo-webhook", "-keyout", "webhook-certs/tls.key",
                 "-out", "webhook-certs/tls.crt")
         token = secrets.token_hex(24)
         with open(f"{d}/tokens.csv", "w") as f:
@@ -150,10 +153,14 @@ current-context: local
 
     def start_sim(self):
         clouds = os.path.join(self.dir, "clouds.yaml")
-        _, log = self.spawn("capo-sim", [self.a.sim, "--listen", "127.0.0.1:0", "--clouds-yaml", clouds])
+        _, log = self.spawn("capo-sim", [self.a.sim, "--listen", "127.0.0.1:0", "--clouds-yaml", clouds]
+                            + (["--tls"] if TLS else []))
         line = self.wait("capo-sim to listen", lambda: open(log).readline().strip(), 30, 0.1)
+        if TLS:  # the control API is served on the same TLS port
+            self.ssl = ssl.create_default_context(cafile=os.path.join(self.dir, "ca.pem"))
         self.sim_url = line.rsplit(" ", 1)[-1]
         self.clouds_b64 = base64.b64encode(open(clouds, "rb").read()).decode()
+        self.cacert_b64 = base64.b64encode(open(os.path.join(self.dir, "ca.pem"), "rb").read()).decode() if TLS else None
         projects = self.sim("/_sim/projects")
         self.project = next(p["id"] for p in (projects if isinstance(projects, list) else projects["projects"])
                             if p["name"] == "capo")
@@ -183,12 +190,13 @@ current-context: local
         self.sim("/_sim/requests", "DELETE")
         t0 = time.monotonic()
 
-        self.apply("cluster.yaml", CLOUDS_YAML_B64=self.clouds_b64)
+        self.apply("cluster.yaml", CLOUDS_YAML_B64=self.clouds_b64,
+                   CACERT_LINE=f"cacert: {self.cacert_b64}" if self.cacert_b64 else "")
         uid = self.get("cluster", CLUSTER)["metadata"]["uid"]
         self.apply("openstackcluster.yaml", CLUSTER_UID=uid)
         self.wait("OpenStackCluster status.ready", lambda: self.status("openstackcluster", CLUSTER, "ready"))
         self.wait("the bastion ACTIVE", lambda: self.status("openstackcluster", CLUSTER, "bastion", "state") == "ACTIVE")
-        self.timings["cluster ready"] = time.monotonic() - t0
+        self.timings["cluster and bastion ready"] = time.monotonic() - t0
         # Cluster API's cluster controller: copy the endpoint, mark the infrastructure provisioned.
         osc = self.get("openstackcluster", CLUSTER)
         endpoint = osc["spec"]["controlPlaneEndpoint"]
@@ -196,7 +204,7 @@ current-context: local
                      "-p", json.dumps({"spec": {"controlPlaneEndpoint": endpoint}}))
         self.kubectl("patch", "cluster", CLUSTER, "--subresource=status", "--type=merge",
                      "-p", json.dumps({"status": {"initialization": {"infrastructureProvisioned": True}}}))
-        print(f"cluster ready in {self.timings['cluster ready']:.1f} s, endpoint {endpoint}", file=sys.stderr)
+        print(f"cluster ready in {self.timings['cluster and bastion ready']:.1f} s, endpoint {endpoint}", file=sys.stderr)
 
         t1 = time.monotonic()
         for name, role, template in MACHINES:
@@ -313,11 +321,15 @@ def main():
     for flag in ("--test-env", "--upstream", "--sim", "--manifests"):
         p.add_argument(flag, required=True)
     s = Scenario(p.parse_args())
+    def interrupted(signum, _frame):
+        raise KeyboardInterrupt(signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # stop the servers on these too
+        signal.signal(sig, interrupted)
     ok = False
     try:
         s.run()
         ok = True
-    except (Failure, subprocess.SubprocessError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure gets the diagnostics
         print(f"FAILED: {e}", file=sys.stderr)
         try:
             s.diagnose()
