@@ -2,6 +2,8 @@ module capo.test/upstream-capo
 
 go 1.24.0
 
+require sigs.k8s.io/cluster-api-provider-openstack v0.14.7
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/NYTimes/gziphandler v1.1.1 // indirect
@@ -96,7 +98,6 @@ require (
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/cluster-api v1.12.10 // indirect
-	sigs.k8s.io/cluster-api-provider-openstack v0.14.7 // indirect
 	sigs.k8s.io/controller-runtime v0.22.5 // indirect
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
