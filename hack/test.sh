@@ -4,7 +4,8 @@
 # official OpenStack clients and ansible-core, the real OpenStack services from PyPI), then runs
 # every tier in one pass:
 #   1. formatting and lints, 2. all Rust tests (unit, capo-sim, client layer, real kube-apiserver),
-#   3. simulator conformance with openstacksdk and python-openstackclient,
+#   3. simulator conformance with openstacksdk and python-openstackclient, and upstream CAPO v0.14.7
+#      (built from the Go module proxy) creating and deleting a cluster on capo-sim,
 #   4. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), and
 #      the conformance suite replayed on them (differential fidelity of capo-sim).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 4 (for a quick local run; CI always runs it).
@@ -54,6 +55,10 @@ step "simulator conformance with the official OpenStack clients"
 CAPO_SIM_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/capo-sim"
 [[ -x "$CAPO_SIM_BIN" ]] || cargo build --locked -p capo-sim --bin capo-sim
 CAPO_SIM_BIN="$CAPO_SIM_BIN" conformance/run.sh
+
+step "upstream CAPO v0.14.7 creates and deletes a cluster on capo-sim (an independent client)"
+# Built once from the Go module proxy and cached (docs/upstream-capo.md).
+CAPO_SIM_BIN="$CAPO_SIM_BIN" hack/upstream-capo.sh scenario
 
 if ! $real_openstack; then
   step "real OpenStack tier skipped (CAPO_SKIP_REAL_OPENSTACK=1)"
