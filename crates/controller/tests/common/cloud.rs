@@ -132,7 +132,12 @@ impl TestCloud {
                     })
                     .unwrap_or_default()
             }
-            TestCloud::Real(p) => p.items(&self.session(cache)).await,
+            TestCloud::Real(p) => {
+                let admin = Credentials::from_clouds_yaml(&p.admin_yaml, ADMIN, None, None)
+                    .expect("admin creds");
+                let admin = cache.session(&admin).expect("admin session");
+                p.items(&self.session(cache), &admin).await
+            }
         }
     }
 }
@@ -216,6 +221,21 @@ const COLLECTIONS: &[(&str, Service, &str, &str, bool)] = &[
         "loadbalancers",
         true,
     ),
+    (
+        "listeners",
+        Service::LoadBalancer,
+        "lbaas/listeners",
+        "listeners",
+        true,
+    ),
+    ("pools", Service::LoadBalancer, "lbaas/pools", "pools", true),
+    (
+        "healthmonitors",
+        Service::LoadBalancer,
+        "lbaas/healthmonitors",
+        "healthmonitors",
+        true,
+    ),
 ];
 
 impl RealProject {
@@ -296,13 +316,19 @@ impl RealProject {
         }
     }
 
-    async fn items(&self, s: &Session) -> BTreeMap<String, Vec<Value>> {
+    /// Neutron and Octavia collections are listed by the admin with a `project_id` filter
+    /// (Octavia shows a member its load balancers but not their listeners and pools); Nova's
+    /// and Cinder's by the member (key pairs belong to the user, not the project).
+    async fn items(&self, member: &Session, admin: &Session) -> BTreeMap<String, Vec<Value>> {
         let mut out = BTreeMap::new();
         for (name, service, path, key, by_project) in COLLECTIONS {
             let mut req = Request::get(*service, *path, "test_inventory");
-            if *by_project {
+            let s = if *by_project {
                 req = req.with_query("project_id", self.project_id.clone());
-            }
+                admin
+            } else {
+                member
+            };
             let items: Vec<Value> = s
                 .list(&req, key)
                 .await
@@ -320,7 +346,7 @@ impl RealProject {
         for p in pools {
             let id = p["id"].as_str().expect("pool id");
             let path = format!("lbaas/pools/{id}/members");
-            let of_pool: Vec<Value> = s
+            let of_pool: Vec<Value> = admin
                 .list(
                     &Request::get(Service::LoadBalancer, path, "test_inventory"),
                     "members",
