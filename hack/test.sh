@@ -7,7 +7,7 @@
 #   3. simulator conformance with openstacksdk and python-openstackclient, and upstream CAPO v0.14.7
 #      (built from the Go module proxy) creating and deleting a cluster on capo-sim,
 #   4. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), and
-#      the conformance suite replayed on them (differential fidelity of capo-sim).
+#      with CAPO_REAL_CONFORMANCE=1 the conformance suite replayed on them (differential fidelity).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 4 (for a quick local run; CI always runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,34 +75,25 @@ tail -n 12 "$os_log" || true
 CAPO_REAL_CLOUDS_YAML="$(tail -n 1 "$os_out")"
 export CAPO_REAL_CLOUDS_YAML
 
-step "controller suites and conformance on the real services, side by side (CAPO_CLOUD=real)"
-# Both mostly wait on Octavia and Nova, each in projects of its own, so they run together; the
-# conformance output is printed once the controller suites are done.
-conf_log="$(mktemp -t capo-conformance-real.XXXXXX)"
-CAPO_CONFORMANCE_CLOUD=real conformance/run.sh >"$conf_log" 2>&1 &
-conf_pid=$!
+step "controller suites on the real services (CAPO_CLOUD=real)"
 # Every controller test binary but the golden request counts, minus the tests that drive
 # capo-sim's control API (fault injection, request traces, simulator state): `--skip` names them
 # (docs/real-openstack.md), and the LB 1→3→1→3 scaling test, whose eight serial Octavia member
 # changes take five minutes on the real services (the 3+2 scenario scales through Octavia too;
-# run it by hand with the command in docs/real-openstack.md). Four at a time: they wait on the
-# cloud, not on the CPU.
-set +e
+# run it by hand with the command in docs/real-openstack.md). Two at a time: Octavia has one
+# worker and Nova shares the two cores, and more load only makes the waits time out.
 CAPO_CLOUD=real cargo test --locked --no-fail-fast -p capo-controller \
   --test cluster_lifecycle --test cluster_bastion --test cluster_extensions --test cluster_faults \
-  --test machine_suite --test server_suite -- --test-threads 4 \
+  --test machine_suite --test server_suite -- --test-threads 2 \
   --skip paused_cluster_makes_no_cloud_call --skip killed_after_every_write --skip lost_replies \
   --skip transient_ --skip economy --skip a_paused_cluster --skip restarted_after_every_write \
   --skip after_move --skip devices:: --skip no_valid_host --skip quota_exceeded_on_create \
   --skip ingress_load_balancer_in_error --skip control_plane_scaling_keeps_lb_members
-tier_rc=$?
-wait "$conf_pid"
-conf_rc=$?
-set -e
 
-step "conformance suite on the real services (differential fidelity)"
-cat "$conf_log"
-if [[ $tier_rc != 0 || $conf_rc != 0 ]]; then
-  echo "real OpenStack tier failed: controller suites exit $tier_rc, conformance exit $conf_rc" >&2
-  exit 1
+if [[ "${CAPO_REAL_CONFORMANCE:-}" == 1 ]]; then
+  # About eight minutes more (load balancers on the real Octavia): left out of the default run
+  # to keep CI under 45 minutes; capo-sim's fidelity tests (crates/sim/tests/fidelity.rs,
+  # conformance/test_fidelity.py) hold what it found.
+  step "conformance suite on the real services (differential fidelity)"
+  CAPO_CONFORMANCE_CLOUD=real conformance/run.sh
 fi
