@@ -1131,20 +1131,7 @@ async fn keystone_restricted_application_credentials() {
     let sim = common::sim().await;
     let c = common::capo(&sim).await;
     let http = reqwest::Client::new();
-    let token_of = |body: Value| {
-        let http = http.clone();
-        let url = format!("{}/identity/v3/auth/tokens", c.base);
-        async move {
-            let resp = http.post(url).json(&body).send().await.unwrap();
-            assert_eq!(resp.status(), StatusCode::CREATED);
-            let token = resp.headers()["x-subject-token"]
-                .to_str()
-                .unwrap()
-                .to_string();
-            let v: Value = resp.json().await.unwrap();
-            (token, v)
-        }
-    };
+    let token_of = async |body: Value| common::issue_token(&http, &c.base, &body).await;
     let (_, v) = token_of(json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": "capo-user", "domain": {"name": "Default"}, "password": "capo-password"}}}}})).await;
     let user = v["token"]["user"]["id"].as_str().unwrap().to_string();
     let acs = format!("/identity/v3/users/{user}/application_credentials");

@@ -40,9 +40,22 @@ pub async fn login(sim: &Sim, user: &str, password: &str, project: &str) -> Clie
     let http = reqwest::Client::new();
     let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {"name": user, "domain": {"name": "Default"}, "password": password}}},
                                "scope": {"project": {"name": project, "domain": {"id": "default"}}}}});
+    let (token, v) = issue_token(&http, &sim.base_url(), &body).await;
+    let project = v["token"]["project"]["id"].as_str().unwrap().to_string();
+    Client {
+        http,
+        base: sim.base_url(),
+        token,
+        project,
+        headers: vec![],
+    }
+}
+
+/// `POST /identity/v3/auth/tokens` with `body`: must answer 201; the token and the reply.
+pub async fn issue_token(http: &reqwest::Client, base: &str, body: &Value) -> (String, Value) {
     let resp = http
-        .post(format!("{}/identity/v3/auth/tokens", sim.base_url()))
-        .json(&body)
+        .post(format!("{base}/identity/v3/auth/tokens"))
+        .json(body)
         .send()
         .await
         .unwrap();
@@ -52,14 +65,7 @@ pub async fn login(sim: &Sim, user: &str, password: &str, project: &str) -> Clie
         .unwrap()
         .to_string();
     let v: Value = resp.json().await.unwrap();
-    let project = v["token"]["project"]["id"].as_str().unwrap().to_string();
-    Client {
-        http,
-        base: sim.base_url(),
-        token,
-        project,
-        headers: vec![],
-    }
+    (token, v)
 }
 
 /// The default project's client.
