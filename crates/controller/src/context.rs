@@ -195,6 +195,10 @@ impl Context {
                 },
             );
         }
+        // A converged object waits on nothing: its next wait starts at the pending pace.
+        if let Ok(mut m) = self.pending.lock() {
+            m.remove(key);
+        }
     }
 
     /// Requeue delay for `key` waiting on `reason`: `requeue_pending`, doubling while the same

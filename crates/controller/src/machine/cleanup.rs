@@ -69,7 +69,8 @@ async fn steps(
         );
         scope.flush().await?;
         // The server's deletion wakes this machine (owned object); requeue as a safety net.
-        return Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)));
+        let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
+        return Ok(Some(Action::requeue(delay)));
     }
     scope.ctx.forget_converged(&scope.key());
     Ok(None)
@@ -116,7 +117,8 @@ async fn remove_ingress(
         Progress::NotReady(why) | Progress::Failed(why) => {
             scope.set(READY, State::info("Deleting", why));
             scope.flush().await?;
-            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+            let delay = scope.ctx.pending_delay(&scope.key(), "RemovingIngress");
+            Ok(Some(Action::requeue(delay)))
         }
     }
 }

@@ -51,7 +51,10 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
             scope.status.ready = false;
             scope.set(READY, State::info("Deleting", reason));
             scope.flush().await?;
-            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+            // Nova can take minutes to delete (its network deallocation waits on Neutron):
+            // back off instead of polling it at the pending pace all that time.
+            let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
+            Ok(Some(Action::requeue(delay)))
         }
     }
 }
