@@ -14,17 +14,18 @@ mod node_resources;
 
 pub use cluster::{
     CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces, ClusterNetworking,
+    ClusterOpenStackOptions,
     ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS, IngressLoadBalancer, KUBE_NETWORK_PLUGINS,
     LOAD_BALANCER_MODE_KEEPALIVED, LOAD_BALANCER_MODE_OCTAVIA, LOAD_BALANCER_MODES, NtpOptions,
     OpenStackClusterExtensions, PlatformOptions, SshOptions,
 };
 pub use cluster_status::{
-    AnsibleStatus, CiliumStatus, LoadBalancersStatus, ManagementStatus, NetworkingStatus,
+    AddressStatus, AnsibleStatus, AppCredentialStatus, CiliumStatus, LoadBalancersStatus, ManagementStatus, NetworkingStatus,
     NtpStatus, OpenStackClusterStatusExtensions, OpenStackEndpoints, PlatformStatus, SshStatus,
-    VipStatus,
+    ServiceEndpoints, VipStatus,
 };
 pub use machine::{
-    MachineNetworkInterfaces, NodeResources, OpenStackMachineExtensions,
+    MachineLoadBalancers, MachineMemory, MachineNetworkInterfaces, NodeResources, OpenStackMachineExtensions,
     OpenStackMachineStatusExtensions, ReservedResources,
 };
 pub use node_resources::reserved_for_flavor;

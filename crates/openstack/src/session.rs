@@ -117,6 +117,11 @@ impl Session {
         Ok(self.token().await?.0.project_name.clone())
     }
 
+    /// Name of the project's domain from the token, if Keystone returned one.
+    pub async fn project_domain_name(&self) -> Result<Option<String>> {
+        Ok(self.token().await?.0.project_domain_name.clone())
+    }
+
     /// Versioned endpoint URL of a service from the token's catalog.
     pub async fn endpoint(&self, service: Service) -> Result<url::Url> {
         let (state, _) = self.token().await?;

@@ -47,6 +47,20 @@ pub struct OpenStackClusterExtensions {
     /// Cilium (VPC CNI) options.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cilium: Option<CiliumOptions>,
+    /// OpenStack credentials handed to the nodes (the peer provider's `openStack: {}` is
+    /// accepted and means the defaults).
+    #[serde(rename = "openStack", skip_serializing_if = "Option::is_none")]
+    pub open_stack: Option<ClusterOpenStackOptions>,
+}
+
+/// OpenStack credentials handed to the nodes.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterOpenStackOptions {
+    /// Create an application credential for the cluster and publish its Secret at
+    /// `status.extensions.openStack.appCredential.ref` (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_credential: Option<bool>,
 }
 
 /// Kubernetes networking choices.

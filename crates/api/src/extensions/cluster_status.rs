@@ -16,6 +16,10 @@ pub struct OpenStackClusterStatusExtensions {
     /// Hosts of the cloud's API endpoints and the identity in use (never credentials).
     #[serde(rename = "openStack", skip_serializing_if = "Option::is_none")]
     pub open_stack: Option<OpenStackEndpoints>,
+    /// The same endpoint hosts as `openStack.{keystone,nova,neutron,cinder}`, at the path the
+    /// Ansible bootstrap provider reads (`openstack_{auth,nova,neutron,cinder}_domain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<ServiceEndpoints>,
     /// Platform services.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform: Option<PlatformStatus>,
@@ -68,6 +72,19 @@ pub struct LoadBalancersStatus {
     /// Ingress VIP; `vip` feeds `ingress_virtual_vip` and `harbor_addr`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingress: Option<VipStatus>,
+    /// The registry's VIP: the ingress VIP (Harbor is served through the ingress), at the path
+    /// the peer provider publishes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub harbor: Option<AddressStatus>,
+}
+
+/// A published address.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AddressStatus {
+    /// The address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip: Option<String>,
 }
 
 /// One VIP and the OpenStack resources created for it (recorded so deletion finds them).
@@ -122,6 +139,40 @@ pub struct OpenStackEndpoints {
     /// Region; feeds `region_name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// The cluster's application credential (never its secret: only the Secret's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_credential: Option<AppCredentialStatus>,
+}
+
+/// Where the cluster's application credential is.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AppCredentialStatus {
+    /// Name of the Secret (in the cluster's namespace) holding `clouds.yaml` with cloud
+    /// `<namespace>-<cluster>` authenticated by the application credential.
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    /// Keystone ID of the application credential (not a secret), so deletion finds it.
+    #[serde(rename = "id", skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// Hosts of the cloud's service endpoints, by service.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceEndpoints {
+    /// Keystone endpoint host; feeds `openstack_auth_domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keystone: Option<String>,
+    /// Nova endpoint host; feeds `openstack_nova_domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nova: Option<String>,
+    /// Neutron endpoint host; feeds `openstack_neutron_domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neutron: Option<String>,
+    /// Cinder endpoint host; feeds `openstack_cinder_domain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cinder: Option<String>,
 }
 
 /// Platform services.

@@ -13,6 +13,38 @@ pub struct OpenStackMachineExtensions {
     /// Override of the resources reserved for Kubernetes and the system on this node.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_resources: Option<NodeResources>,
+    /// Which of the cluster's keepalived VIPs this machine's ports accept (the peer
+    /// provider's field). Unset: the control-plane VIP on control-plane machines, the
+    /// ingress VIP on the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancers: Option<MachineLoadBalancers>,
+    /// Memory reservation handed to the Ansible bootstrap provider as this node's
+    /// `node_resources.memory` (the peer provider's field; passed through unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MachineMemory>,
+}
+
+/// The keepalived VIPs one machine's ports accept as allowed address pairs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineLoadBalancers {
+    /// Accept the control-plane VIP.
+    #[serde(rename = "controlPlaneVIP", skip_serializing_if = "Option::is_none")]
+    pub control_plane_vip: Option<bool>,
+    /// Accept the ingress VIP.
+    #[serde(rename = "ingressVIP", skip_serializing_if = "Option::is_none")]
+    pub ingress_vip: Option<bool>,
+}
+
+/// Memory reservation of one node, as the Ansible bootstrap provider reads it.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineMemory {
+    /// A signed integer in the unit the consumer's playbooks give it (the peer documents no
+    /// unit); the consumer renders it as a number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[+-]?[0-9]+$"))]
+    pub reserved: Option<String>,
 }
 
 /// Guest interface names of one machine.

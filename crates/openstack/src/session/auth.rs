@@ -25,6 +25,9 @@ pub(crate) struct TokenState {
     pub issued_at: DateTime<Utc>,
     pub project_id: Option<String>,
     pub project_name: Option<String>,
+    /// Name of the project's domain, from the token (clouds.yaml may not name it, e.g. with
+    /// an application credential).
+    pub project_domain_name: Option<String>,
     pub catalog: Vec<ServiceEndpoints>,
     /// Increments with every new token; lets concurrent 401s re-authenticate only once.
     pub generation: u64,
@@ -168,6 +171,9 @@ pub(crate) async fn authenticate(
         issued_at: info.token.issued_at.unwrap_or_else(Utc::now),
         project_id: project.and_then(|p| p.id.clone()),
         project_name: project.and_then(|p| p.name.clone()),
+        project_domain_name: project
+            .and_then(|p| p.domain.as_ref())
+            .and_then(|d| d.name.clone()),
         catalog: info.token.catalog.clone().unwrap_or_default(),
         generation,
     })
@@ -270,6 +276,7 @@ mod tests {
             expires_at: now + chrono::TimeDelta::hours(1),
             project_id: None,
             project_name: None,
+            project_domain_name: None,
             catalog: vec![],
             generation: 1,
         };
