@@ -40,6 +40,7 @@ pub(crate) fn full() -> ClusterFacts {
             project: Some("demo-project".into()),
             project_domain: Some("Default".into()),
             region: Some("RegionOne".into()),
+            app_credential: None,
         },
         ntp_server: Some("10.6.0.2".into()),
         management_vip: Some("203.0.113.5".into()),

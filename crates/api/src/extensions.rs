@@ -14,18 +14,17 @@ mod node_resources;
 
 pub use cluster::{
     CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces, ClusterNetworking,
-    ClusterOpenStackOptions,
-    ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS, IngressLoadBalancer, KUBE_NETWORK_PLUGINS,
-    LOAD_BALANCER_MODE_KEEPALIVED, LOAD_BALANCER_MODE_OCTAVIA, LOAD_BALANCER_MODES, NtpOptions,
-    OpenStackClusterExtensions, PlatformOptions, SshOptions,
+    ClusterOpenStackOptions, ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS, IngressLoadBalancer,
+    KUBE_NETWORK_PLUGINS, LOAD_BALANCER_MODE_KEEPALIVED, LOAD_BALANCER_MODE_OCTAVIA,
+    LOAD_BALANCER_MODES, NtpOptions, OpenStackClusterExtensions, PlatformOptions, SshOptions,
 };
 pub use cluster_status::{
-    AddressStatus, AnsibleStatus, AppCredentialStatus, CiliumStatus, LoadBalancersStatus, ManagementStatus, NetworkingStatus,
-    NtpStatus, OpenStackClusterStatusExtensions, OpenStackEndpoints, PlatformStatus, SshStatus,
-    ServiceEndpoints, VipStatus,
+    AddressStatus, AnsibleStatus, AppCredentialStatus, CiliumStatus, LoadBalancersStatus,
+    ManagementStatus, NetworkingStatus, NtpStatus, OpenStackClusterStatusExtensions,
+    OpenStackEndpoints, PlatformStatus, ServiceEndpoints, SshStatus, VipStatus,
 };
 pub use machine::{
-    MachineLoadBalancers, MachineMemory, MachineNetworkInterfaces, NodeResources, OpenStackMachineExtensions,
-    OpenStackMachineStatusExtensions, ReservedResources,
+    MachineLoadBalancers, MachineMemory, MachineNetworkInterfaces, NodeResources,
+    OpenStackMachineExtensions, OpenStackMachineStatusExtensions, ReservedResources,
 };
 pub use node_resources::reserved_for_flavor;

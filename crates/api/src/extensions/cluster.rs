@@ -227,6 +227,9 @@ mod tests {
             cilium: Some(CiliumOptions {
                 webhook_enable: Some(false),
             }),
+            open_stack: Some(ClusterOpenStackOptions {
+                app_credential: Some(false),
+            }),
         };
         let value = serde_json::to_value(&ext).unwrap_or_default();
         assert_eq!(
@@ -237,7 +240,8 @@ mod tests {
                 "loadBalancers": {"controlPlane": {"mode": "Keepalived", "vipAddress": "10.6.0.5", "virtualRouterID": 51}},
                 "platform": {"ntp": {"server": "ntp.example"}},
                 "ssh": {"generateKeyPair": true},
-                "cilium": {"webhookEnable": false}
+                "cilium": {"webhookEnable": false},
+                "openStack": {"appCredential": false}
             })
         );
     }

@@ -250,9 +250,20 @@ mod tests {
                     ..Default::default()
                 }),
                 ingress: None,
+                harbor: Some(AddressStatus {
+                    vip: Some("10.6.0.6".into()),
+                }),
             }),
             open_stack: Some(OpenStackEndpoints {
                 project_domain: Some("Default".into()),
+                app_credential: Some(AppCredentialStatus {
+                    secret_ref: Some("c1-app-credential".into()),
+                    id: Some("ac".into()),
+                }),
+                ..Default::default()
+            }),
+            endpoints: Some(ServiceEndpoints {
+                keystone: Some("k".into()),
                 ..Default::default()
             }),
             ..Default::default()
@@ -262,8 +273,11 @@ mod tests {
             json!({
                 "networking": {"cilium": {"projectID": "p", "defaultSubnetID": "s",
                     "securityGroupIDs": ["a", "b"], "webhookEnable": true}},
-                "loadBalancers": {"controlPlane": {"vip": "10.6.0.5", "portID": "port", "floatingIPID": "fip"}},
-                "openStack": {"projectDomain": "Default"}
+                "loadBalancers": {"controlPlane": {"vip": "10.6.0.5", "portID": "port", "floatingIPID": "fip"},
+                    "harbor": {"vip": "10.6.0.6"}},
+                "openStack": {"projectDomain": "Default",
+                    "appCredential": {"ref": "c1-app-credential", "id": "ac"}},
+                "endpoints": {"keystone": "k"}
             })
         );
     }

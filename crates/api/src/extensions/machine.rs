@@ -122,4 +122,19 @@ mod tests {
         assert_eq!(reserved.kube_cpu_reserved.as_deref(), Some("200m"));
         assert_eq!(reserved.system_memory_reserved.as_deref(), Some("1Gi"));
     }
+
+    #[test]
+    fn the_peer_providers_machine_fields_parse() {
+        let ext: OpenStackMachineExtensions = serde_json::from_value(json!({
+            "loadBalancers": {"controlPlaneVIP": true, "ingressVIP": false},
+            "memory": {"reserved": "-4"}
+        }))
+        .unwrap_or_default();
+        let lbs = ext.load_balancers.unwrap_or_default();
+        assert_eq!(
+            (lbs.control_plane_vip, lbs.ingress_vip),
+            (Some(true), Some(false))
+        );
+        assert_eq!(ext.memory.and_then(|m| m.reserved).as_deref(), Some("-4"));
+    }
 }

@@ -64,7 +64,7 @@ async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
     let Some(oss) = oss else {
-        if super::extensions::vip_pending(inp.osc, inp.control_plane) {
+        if super::extensions::vip_pending(inp.osc, scope.osm, inp.control_plane) {
             let s = State::info(
                 INSTANCE_NOT_READY,
                 "waiting for the cluster's keepalived VIP",
@@ -267,7 +267,8 @@ async fn create_server(
     } else {
         osc_status.worker_security_group.as_ref()
     };
-    let (pairs, ssh_key) = super::extensions::derivation_extras(inp.osc, inp.control_plane);
+    let (pairs, ssh_key) =
+        super::extensions::derivation_extras(inp.osc, scope.osm, inp.control_plane);
     let d = Derivation {
         cluster_identity: Some(&inp.osc.spec.identity_ref),
         cluster_tags: &inp.osc.spec.tags,

@@ -362,7 +362,9 @@ fn state_of(reason: &str) -> String {
 async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
     scope.set_instance(State::info(INSTANCE_NOT_READY, why));
     scope.flush().await?;
-    Ok(Action::requeue(scope.ctx.pending_delay(&scope.key(), "BUILD")))
+    Ok(Action::requeue(
+        scope.ctx.pending_delay(&scope.key(), "BUILD"),
+    ))
 }
 
 /// The server went to ERROR (NoValidHost, quota, ...): report Nova's fault, delete the failed

@@ -3,8 +3,8 @@
 //! session's token already carries the project and the catalog.
 
 use capo_api::extensions::{
-    CiliumStatus, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus, NetworkingStatus, NtpStatus,
-    OpenStackEndpoints, PlatformStatus, VipStatus,
+    AddressStatus, CiliumStatus, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus, NetworkingStatus,
+    NtpStatus, OpenStackEndpoints, PlatformStatus, ServiceEndpoints, VipStatus,
 };
 use capo_openstack::Session;
 
@@ -36,12 +36,14 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .endpoint_hosts()
         .await
         .map_err(os_err("read the catalog"))?;
+    // The token names the project's domain whatever authenticated it (an application
+    // credential's clouds.yaml names none); clouds.yaml is the fallback for a token without it.
     let creds = s.credentials();
-    let project_domain = creds
-        .entry
-        .auth
-        .project_domain_name
-        .clone()
+    let project_domain = s
+        .project_domain_name()
+        .await
+        .map_err(os_err("read the token's project"))?
+        .or_else(|| creds.entry.auth.project_domain_name.clone())
         .or_else(|| creds.entry.auth.project_domain_id.clone())
         .or_else(|| creds.entry.auth.user_domain_name.clone());
     let st = &scope.status;
@@ -94,8 +96,17 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
             .get_or_insert_with(Default::default)
             .control_plane = Some(cp);
     }
-    ext.open_stack = Some(OpenStackEndpoints {
-        mgmt: hosts.get("auth").cloned(),
+    // Harbor is served through the ingress: one address, published at the peer's path too.
+    if let Some(lbs) = ext.load_balancers.as_mut() {
+        lbs.harbor = lbs
+            .ingress
+            .as_ref()
+            .and_then(|i| i.vip.clone())
+            .map(|vip| AddressStatus { vip: Some(vip) });
+    }
+    // One set of endpoint hosts, at the seed's path (`openStack.*`) and the consumers'
+    // (`endpoints.*`).
+    let endpoints = ServiceEndpoints {
         keystone: hosts.get("identity").or(hosts.get("auth")).cloned(),
         nova: hosts.get("compute").cloned(),
         neutron: hosts.get("network").cloned(),
@@ -104,10 +115,23 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
             .or(hosts.get("block-storage"))
             .or(hosts.get("volume"))
             .cloned(),
+    };
+    let app_credential = ext
+        .open_stack
+        .as_ref()
+        .and_then(|o| o.app_credential.clone());
+    ext.open_stack = Some(OpenStackEndpoints {
+        mgmt: hosts.get("auth").cloned(),
+        keystone: endpoints.keystone.clone(),
+        nova: endpoints.nova.clone(),
+        neutron: endpoints.neutron.clone(),
+        cinder: endpoints.cinder.clone(),
         project: project_name,
         project_domain,
         region: s.region().map(str::to_owned),
+        app_credential,
     });
+    ext.endpoints = Some(endpoints);
     ext.platform = Some(PlatformStatus {
         ntp: ntp.map(|server| NtpStatus {
             server: Some(server),

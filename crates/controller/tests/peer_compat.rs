@@ -1,0 +1,255 @@
+//! The peer provider's extension API (`../shared/partners/peer-capo`, the Go provider the
+//! Ansible bootstrap and control-plane providers were written against): its manifests are
+//! accepted unchanged by a strict server-side dry run, and capo publishes every value at the
+//! peer's path as well as the seed's, with one value for both.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "common/machines.rs"]
+mod machines;
+
+use std::path::PathBuf;
+
+use capo_api::v1beta1::{OpenStackCluster, OpenStackMachineTemplate};
+use capo_api::validation::Validate;
+use common::Harness;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use machines::*;
+use serde_json::Value;
+
+/// The peer's cluster template, from `../shared/partners` (CAPO_SHARED_DIR overrides).
+fn peer_template() -> Option<String> {
+    let shared = std::env::var_os("CAPO_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    let path = shared.join("partners/peer-capo/templates/cluster-template-with-acp.yaml");
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let why = format!("{}: {e}", path.display());
+            assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why}");
+            eprintln!("SKIPPED: peer template not found ({why})");
+            None
+        }
+    }
+}
+
+/// `${VAR}` replaced by a value of the right shape (what `clusterctl generate` would do).
+fn substitute(template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let end = rest[i..].find('}').map(|j| i + j).unwrap();
+        let var = &rest[i + 2..end];
+        out.push_str(match var {
+            "CLUSTER_NAME" => "peer",
+            "OPENSTACK_CLOUD" => "openstack",
+            "KUBERNETES_VERSION" => "v1.34.3",
+            "CONTROL_PLANE_MACHINE_COUNT" | "WORKER_MACHINE_COUNT" => "1",
+            "OPENSTACK_EXTERNAL_NETWORK_ID" => "8a7ad3b6-3f0e-4a2c-9d57-4bd2b1e3c0a1",
+            "OPENSTACK_DNS_NAMESERVERS" => "10.0.0.2",
+            "OPENSTACK_CLOUD_YAML_B64" | "OPENSTACK_CLOUD_CACERT_B64" => "Cg==",
+            _ => "placeholder",
+        });
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The template's infrastructure objects (capo's kinds), by kind.
+fn infra_docs(yaml: &str) -> Vec<Value> {
+    yaml.split("\n---")
+        .filter_map(|d| serde_yaml::from_str::<Value>(d).ok())
+        .filter(|d| {
+            d["apiVersion"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("infrastructure.cluster.x-k8s.io/"))
+        })
+        .collect()
+}
+
+async fn strict_dry_run(h: &Harness, doc: &Value) -> Result<(), kube::Error> {
+    let name = doc["metadata"]["name"].as_str().unwrap().to_owned();
+    let pp = PatchParams::apply("peer-compat")
+        .dry_run()
+        .validation_strict();
+    match doc["kind"].as_str().unwrap() {
+        "OpenStackCluster" => Api::<OpenStackCluster>::namespaced(h.client.clone(), &h.ns)
+            .patch(&name, &pp, &Patch::Apply(doc))
+            .await
+            .map(|_| ()),
+        "OpenStackMachineTemplate" => {
+            Api::<OpenStackMachineTemplate>::namespaced(h.client.clone(), &h.ns)
+                .patch(&name, &pp, &Patch::Apply(doc))
+                .await
+                .map(|_| ())
+        }
+        other => panic!("unexpected infrastructure kind {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_templates_pass_a_strict_server_side_dry_run() {
+    let Some(template) = peer_template() else {
+        return;
+    };
+    let h = Harness::new("peer").await;
+    let docs = infra_docs(&substitute(&template));
+    let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "OpenStackCluster",
+            "OpenStackMachineTemplate",
+            "OpenStackMachineTemplate"
+        ],
+        "the peer template's infrastructure objects"
+    );
+    for doc in &docs {
+        if let Err(e) = strict_dry_run(&h, doc).await {
+            panic!("{} {} refused: {e}", doc["kind"], doc["metadata"]["name"]);
+        }
+        // The test apiserver calls no webhooks: run capo's admission validation directly.
+        let admitted = match doc["kind"].as_str().unwrap() {
+            "OpenStackCluster" => serde_json::from_value::<OpenStackCluster>(doc.clone())
+                .unwrap()
+                .validate_create(),
+            _ => serde_json::from_value::<OpenStackMachineTemplate>(doc.clone())
+                .unwrap()
+                .validate_create(),
+        };
+        if let Err(e) = admitted {
+            panic!("{} refused by the webhook: {e}", doc["kind"]);
+        }
+    }
+    // The control: the same dry run refuses a field capo does not know, so passing above
+    // means every peer field is in capo's schema.
+    let mut bad = docs[1].clone();
+    bad["spec"]["template"]["spec"]["extensions"]["notAPeerField"] = Value::Bool(true);
+    let err = strict_dry_run(&h, &bad).await.unwrap_err().to_string();
+    assert!(err.contains("notAPeerField"), "{err}");
+}
+
+const CLUSTER: &str = "identityRef:
+  name: cloud-config
+  cloudName: openstack
+managedSubnets:
+- cidr: 10.8.0.0/24
+managedSecurityGroups:
+  allowAllInClusterTraffic: true
+extensions:
+  openStack: {}
+  loadBalancers:
+    controlPlane:
+      mode: Keepalived
+    ingress:
+      mode: Keepalived
+";
+
+/// A control-plane machine as the peer's template writes it: both VIPs, a memory reservation.
+const CP_BOTH_VIPS: &str = "flavor: m1.medium
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+extensions:
+  loadBalancers:
+    controlPlaneVIP: true
+    ingressVIP: true
+  memory:
+    reserved: \"-4\"
+";
+
+/// A worker that takes no VIP.
+const WORKER_NO_VIP: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+extensions:
+  loadBalancers:
+    ingressVIP: false
+";
+
+fn pairs(s: &capo_api::v1alpha1::OpenStackServer) -> Vec<String> {
+    s.spec.ports[0]
+        .allowed_address_pairs
+        .iter()
+        .map(|p| p.ip_address.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_paths_carry_the_same_values_and_machine_vip_flags_choose_address_pairs() {
+    let h = Harness::new("peerv").await;
+    let _c = start(&h);
+    h.create_cluster("p1", CLUSTER).await;
+    let o = h
+        .wait_cluster("p1", 90, "cluster ready with its VIPs", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && s.extensions
+                        .as_ref()
+                        .and_then(|e| e.load_balancers.as_ref())
+                        .is_some_and(|l| l.harbor.is_some() && l.control_plane.is_some())
+            })
+        })
+        .await;
+    let ext = o.status.clone().unwrap().extensions.unwrap();
+    let os = ext.open_stack.clone().unwrap();
+    let ep = ext.endpoints.clone().expect("status.extensions.endpoints");
+    assert!(ep.keystone.is_some() && ep.nova.is_some() && ep.neutron.is_some());
+    assert_eq!(
+        (&ep.keystone, &ep.nova, &ep.neutron, &ep.cinder),
+        (&os.keystone, &os.nova, &os.neutron, &os.cinder),
+        "one value at the seed's and the consumers' paths"
+    );
+    assert_eq!(
+        os.project_domain.as_deref(),
+        Some("Default"),
+        "the project's domain as the token names it"
+    );
+    let lbs = ext.load_balancers.clone().unwrap();
+    let cp_vip = lbs.control_plane.unwrap().vip.unwrap();
+    let ingress_vip = lbs.ingress.unwrap().vip.unwrap();
+    assert_eq!(
+        lbs.harbor.unwrap().vip.as_deref(),
+        Some(ingress_vip.as_str())
+    );
+
+    create_machine(&h, "p1", "cp-0", true, CP_BOTH_VIPS).await;
+    create_machine(&h, "p1", "w-0", false, WORKER_NO_VIP).await;
+    create_machine(&h, "p1", "w-1", false, MACHINE).await;
+    for name in ["cp-0", "w-0", "w-1"] {
+        wait_machine_ready(&h, name).await;
+    }
+    let cp0 = servers(&h).get("cp-0").await.unwrap();
+    assert_eq!(pairs(&cp0), vec![cp_vip.clone(), ingress_vip.clone()]);
+    let w0 = servers(&h).get("w-0").await.unwrap();
+    assert!(pairs(&w0).is_empty(), "ingressVIP: false");
+    let w1 = servers(&h).get("w-1").await.unwrap();
+    assert_eq!(pairs(&w1), vec![ingress_vip.clone()], "the default");
+    let port = items(&h, "ports")
+        .await
+        .into_iter()
+        .find(|p| p["device_id"].as_str() == cp0.status.as_ref().unwrap().instance_id.as_deref())
+        .unwrap();
+    let in_neutron: Vec<&str> = port["allowed_address_pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["ip_address"].as_str().unwrap())
+        .collect();
+    assert_eq!(in_neutron, [cp_vip.as_str(), ingress_vip.as_str()]);
+    let cp0m = machines(&h).get("cp-0").await.unwrap();
+    let memory = cp0m.spec.extensions.unwrap().memory.unwrap().reserved;
+    assert_eq!(
+        memory.as_deref(),
+        Some("-4"),
+        "kept as written for the consumer"
+    );
+
+    remove_machines(&h, &["cp-0", "w-0", "w-1"]).await;
+    h.delete_cluster_leaving_nothing("p1").await;
+}
