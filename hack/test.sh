@@ -35,6 +35,11 @@ CAPO_TEST_ENV_DIR="$(hack/test-env.sh | tail -n 1)"
 export CAPO_TEST_ENV_DIR
 echo "using $CAPO_TEST_ENV_DIR"
 
+step "test partners (the Ansible bootstrap provider of ../shared/partners, docs/partners.md)"
+CAPO_PARTNERS_BUILD_DIR="$(hack/partners.sh build | tail -n 1)"
+export CAPO_PARTNERS_BUILD_DIR
+echo "using $CAPO_PARTNERS_BUILD_DIR"
+
 step "python virtualenv (openstacksdk, python-openstackclient, ansible-core)"
 CAPO_VENV="$(hack/python-env.sh | tail -n 1)"
 export CAPO_VENV

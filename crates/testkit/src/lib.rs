@@ -21,6 +21,7 @@ mod crds;
 mod env;
 mod error;
 mod launch;
+pub mod partners;
 pub mod paths;
 mod process;
 mod template;
