@@ -31,6 +31,9 @@ pub enum Error {
     /// Generating, encoding or parsing an SSH key failed.
     #[error("SSH key: {0}")]
     SshKey(#[from] ssh_key::Error),
+    /// A PKCS#1 PEM key that does not parse (the message never contains key material).
+    #[error("SSH key: RSA PRIVATE KEY: {0}")]
+    Pkcs1(#[from] rsa::pkcs1::Error),
 }
 
 /// Result with this crate's [`Error`].

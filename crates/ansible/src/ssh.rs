@@ -51,6 +51,20 @@ impl SshKeyPair {
         SshKeyPair::from_private_key(&key)
     }
 
+    /// Reads a private key in OpenSSH format or as a PKCS#1 PEM `RSA PRIVATE KEY` (what the
+    /// Ansible bootstrap provider writes into `<cluster>-ssh-auth`); the pair comes back in
+    /// OpenSSH format either way.
+    pub fn from_private_any(text: &str) -> Result<SshKeyPair> {
+        if !text.contains("-----BEGIN RSA PRIVATE KEY-----") {
+            return SshKeyPair::from_private_openssh(text);
+        }
+        use rsa::pkcs1::DecodeRsaPrivateKey;
+        let rsa = rsa::RsaPrivateKey::from_pkcs1_pem(text)?;
+        let pair = ssh_key::private::RsaKeypair::try_from(&rsa)?;
+        let key = PrivateKey::new(ssh_key::private::KeypairData::Rsa(pair), "")?;
+        SshKeyPair::from_private_key(&key)
+    }
+
     fn from_private_key(key: &PrivateKey) -> Result<SshKeyPair> {
         let public = key.public_key();
         Ok(SshKeyPair {

@@ -119,3 +119,29 @@ fn set_owner_only(path: &std::path::Path) {
 
 #[cfg(not(unix))]
 fn set_owner_only(_: &std::path::Path) {}
+
+#[test]
+fn a_pkcs1_rsa_key_as_the_bootstrap_provider_writes_it_gives_its_public_key() {
+    use rsa::pkcs1::EncodeRsaPrivateKey;
+    let rsa = rsa::RsaPrivateKey::new(&mut ssh_key::rand_core::OsRng, 1024).unwrap();
+    let pem = rsa.to_pkcs1_pem(rsa::pkcs1::LineEnding::LF).unwrap();
+    assert!(pem.contains("BEGIN RSA PRIVATE KEY"));
+    let pair = SshKeyPair::from_private_any(&pem).unwrap();
+    assert!(
+        pair.public_openssh.starts_with("ssh-rsa "),
+        "{}",
+        pair.public_openssh
+    );
+    let again = SshKeyPair::from_private_openssh(&pair.private_openssh).unwrap();
+    assert_eq!(again.public_openssh, pair.public_openssh);
+    assert_eq!(again.fingerprint_sha256, pair.fingerprint_sha256);
+    // OpenSSH text goes through unchanged.
+    let ed = generate_ed25519("c").unwrap();
+    let same = SshKeyPair::from_private_any(&ed.private_openssh).unwrap();
+    assert_eq!(same.public_openssh, ed.public_openssh);
+    // A broken PEM is refused without echoing it.
+    let err = SshKeyPair::from_private_any("-----BEGIN RSA PRIVATE KEY-----\nnot-a-key\n")
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains("not-a-key"), "{err}");
+}

@@ -102,6 +102,12 @@ pub fn ssh_secret_name(cluster: &str) -> String {
     format!("{cluster}-ssh")
 }
 
+/// The same SSH key under the name the Ansible bootstrap and control-plane providers read:
+/// `<cluster>-ssh-auth`.
+pub fn ssh_auth_secret_name(cluster: &str) -> String {
+    format!("{cluster}-ssh-auth")
+}
+
 /// Nova key pair holding the generated public key (BA/ACP extension), namespaced like the other
 /// cluster resources so two clusters of the same name in different namespaces never collide.
 pub fn ssh_keypair_name(namespace: &str, cluster: &str) -> String {

@@ -253,3 +253,88 @@ async fn peer_paths_carry_the_same_values_and_machine_vip_flags_choose_address_p
     remove_machines(&h, &["cp-0", "w-0", "w-1"]).await;
     h.delete_cluster_leaving_nothing("p1").await;
 }
+
+const CLUSTER_SSH: &str = "identityRef:
+  name: cloud-config
+  cloudName: openstack
+managedSubnets:
+- cidr: 10.9.0.0/24
+managedSecurityGroups: {}
+extensions:
+  ssh:
+    generateKeyPair: true
+";
+
+/// The Ansible bootstrap provider creates `<cluster>-ssh-auth` (a PKCS#1 RSA key) when it
+/// finds none; when it came first, capo adopts that key instead of generating its own, so the
+/// key the consumer logs in with is the key Nova puts on the machines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_written_ssh_auth_key_is_the_clusters_key() {
+    use k8s_openapi::api::core::v1::Secret;
+    use rsa::pkcs1::EncodeRsaPrivateKey;
+    let h = Harness::new("peerk").await;
+    let rsa = rsa::RsaPrivateKey::new(&mut rand_core_rng(), 2048).unwrap();
+    let pem = rsa.to_pkcs1_pem(rsa::pkcs1::LineEnding::LF).unwrap();
+    let secrets: Api<Secret> = Api::namespaced(h.client.clone(), &h.ns);
+    let consumers: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "k1-ssh-auth"},
+        "type": "kubernetes.io/ssh-auth",
+        "stringData": {"ssh-privatekey": pem.as_str()}
+    }))
+    .unwrap();
+    secrets
+        .create(&Default::default(), &consumers)
+        .await
+        .unwrap();
+    let _c = start(&h);
+    h.create_cluster("k1", CLUSTER_SSH).await;
+    let o = h
+        .wait_cluster("k1", 90, "cluster ready with its key pair", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && s.extensions
+                        .as_ref()
+                        .is_some_and(|e| e.ssh.as_ref().is_some_and(|k| k.key_pair_name.is_some()))
+            })
+        })
+        .await;
+    let expected = capo_ansible::SshKeyPair::from_private_any(&pem).unwrap();
+    let ours = secrets.get("k1-ssh").await.unwrap();
+    let public = String::from_utf8(ours.data.unwrap()["ssh-publickey"].0.clone()).unwrap();
+    assert_eq!(
+        public, expected.public_openssh,
+        "capo's Secret holds the consumer's key"
+    );
+    let keypair = o
+        .status
+        .unwrap()
+        .extensions
+        .unwrap()
+        .ssh
+        .unwrap()
+        .key_pair_name
+        .unwrap();
+    let kp = capo_openstack::compute::get_keypair(&h.session(), &keypair)
+        .await
+        .unwrap();
+    assert_eq!(
+        kp.public_key.trim(),
+        expected.public_openssh.trim(),
+        "and Nova's"
+    );
+    let after = secrets.get("k1-ssh-auth").await.unwrap();
+    assert_eq!(
+        after.data.unwrap()["ssh-privatekey"].0,
+        pem.as_bytes(),
+        "the consumer's Secret is never rewritten"
+    );
+    h.delete_cluster_leaving_nothing("k1").await;
+    assert!(
+        secrets.get_opt("k1-ssh-auth").await.unwrap().is_some(),
+        "a Secret capo did not create stays"
+    );
+}
+
+fn rand_core_rng() -> impl rsa::rand_core::CryptoRngCore {
+    rsa::rand_core::OsRng
+}

@@ -2,12 +2,18 @@
 //! the `kubernetes.io/ssh-auth` Secret `<cluster>-ssh` (owned by the OpenStackCluster), its
 //! public key imported as the Nova key pair `k8s-clusterapi-cluster-<ns>-<name>`, which
 //! machines naming no key pair use. The private key never leaves the Secret.
+//!
+//! The Ansible bootstrap provider logs in with the Secret `<cluster>-ssh-auth` and creates it
+//! (an RSA key) when it is absent. One key serves both: when `<cluster>-ssh-auth` came first
+//! its key is adopted into `<cluster>-ssh` (so the Nova key pair is the consumer's key);
+//! otherwise capo's key is copied into a new `<cluster>-ssh-auth`. Neither is ever
+//! overwritten.
 
 use std::collections::BTreeMap;
 
 use capo_ansible::{SSH_AUTH_PRIVATE_KEY, SSH_PUBLIC_KEY, SshKeyPair, generate_ed25519};
 use capo_api::extensions::SshStatus;
-use capo_api::names::{ssh_keypair_name, ssh_secret_name};
+use capo_api::names::{ssh_auth_secret_name, ssh_keypair_name, ssh_secret_name};
 use capo_openstack::Session;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -34,15 +40,36 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
         return Ok(());
     }
     let name = ssh_secret_name(&scope.owner.name);
+    let auth_name = ssh_auth_secret_name(&scope.owner.name);
     let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
-    let public = match api
+    let ours = api
         .get_opt(&name)
         .await
-        .kctx(|| format!("get Secret {name}"))?
-    {
-        Some(existing) => public_key_of(&existing, &name)?,
-        None => create_secret(scope, &api, &name).await?,
+        .kctx(|| format!("get Secret {name}"))?;
+    let theirs = api
+        .get_opt(&auth_name)
+        .await
+        .kctx(|| format!("get Secret {auth_name}"))?;
+    let public = match (&ours, &theirs) {
+        (Some(existing), _) => public_key_of(existing, &name)?,
+        (None, Some(consumers)) => {
+            let pair = SshKeyPair::from_private_any(&private_key_of(consumers, &auth_name)?)
+                .map_err(|e| Error::InvalidSpec(format!("Secret {auth_name}: {e}")))?;
+            create_secret(scope, &api, &name, &pair).await?
+        }
+        (None, None) => {
+            let comment = format!("{}/{}", scope.owner.namespace, scope.owner.name);
+            let pair = generate_ed25519(&comment)
+                .map_err(|e| Error::InvalidSpec(format!("generate SSH key: {e}")))?;
+            create_secret(scope, &api, &name, &pair).await?
+        }
     };
+    if theirs.is_none() {
+        let source = api.get(&name).await.kctx(|| format!("get Secret {name}"))?;
+        let pair = SshKeyPair::from_private_any(&private_key_of(&source, &name)?)
+            .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))?;
+        create_secret(scope, &api, &auth_name, &pair).await?;
+    }
     let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
     capo_cloud::compute::ensure_keypair(s, &keypair, &public).await?;
     let ext = scope.status.extensions.get_or_insert_with(Default::default);
@@ -61,21 +88,30 @@ fn public_key_of(secret: &Secret, name: &str) -> Result<String> {
         });
     }
     // A Secret someone else wrote with only the private key: derive the public key.
-    let private = data
-        .get(SSH_AUTH_PRIVATE_KEY)
-        .and_then(|p| String::from_utf8(p.0.clone()).ok())
-        .ok_or_else(|| {
-            Error::InvalidSpec(format!("Secret {name} has no {SSH_AUTH_PRIVATE_KEY}"))
-        })?;
-    let pair = SshKeyPair::from_private_openssh(&private)
+    let pair = SshKeyPair::from_private_any(&private_key_of(secret, name)?)
         .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))?;
     Ok(pair.public_openssh)
 }
 
-async fn create_secret(scope: &Scope<'_>, api: &Api<Secret>, name: &str) -> Result<String> {
-    let comment = format!("{}/{}", scope.owner.namespace, scope.owner.name);
-    let pair = generate_ed25519(&comment)
-        .map_err(|e| Error::InvalidSpec(format!("generate SSH key: {e}")))?;
+/// The private key text of an ssh-auth Secret (zeroed when dropped).
+fn private_key_of(secret: &Secret, name: &str) -> Result<zeroize::Zeroizing<String>> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(SSH_AUTH_PRIVATE_KEY))
+        .and_then(|p| String::from_utf8(p.0.clone()).ok())
+        .map(zeroize::Zeroizing::new)
+        .ok_or_else(|| Error::InvalidSpec(format!("Secret {name} has no {SSH_AUTH_PRIVATE_KEY}")))
+}
+
+/// Create the ssh-auth Secret `name` holding `pair`; returns the public key of what is stored
+/// (another reconcile's key when it won the race).
+async fn create_secret(
+    scope: &Scope<'_>,
+    api: &Api<Secret>,
+    name: &str,
+    pair: &SshKeyPair,
+) -> Result<String> {
     let data = BTreeMap::from([
         (
             SSH_AUTH_PRIVATE_KEY.to_owned(),
@@ -99,7 +135,7 @@ async fn create_secret(scope: &Scope<'_>, api: &Api<Secret>, name: &str) -> Resu
         ..Default::default()
     };
     match api.create(&PostParams::default(), &secret).await {
-        Ok(_) => Ok(pair.public_openssh),
+        Ok(_) => Ok(pair.public_openssh.clone()),
         // Another reconcile won the race: use its key.
         Err(kube::Error::Api(ae)) if ae.code == 409 => {
             let existing = api.get(name).await.kctx(|| format!("get Secret {name}"))?;
@@ -121,8 +157,8 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     if recorded || wanted(scope) {
         capo_cloud::compute::delete_keypair(s, &keypair).await?;
     }
-    let name = ssh_secret_name(&scope.owner.name);
-    delete_secret(scope, &name).await
+    delete_secret(scope, &ssh_auth_secret_name(&scope.owner.name)).await?;
+    delete_secret(scope, &ssh_secret_name(&scope.owner.name)).await
 }
 
 /// Delete a Secret this cluster owns (absent is success; a Secret the user made is left).
