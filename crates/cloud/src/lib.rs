@@ -7,6 +7,8 @@
 //! - [`networking`]: Neutron IO against a [`capo_openstack::Session`]: external network, cluster
 //!   network and subnets (managed or pre-existing), router, security groups, and their deletion.
 //! - [`compute`]: Nova availability zones → `status.failureDomains`.
+//! - [`identity`]: Keystone application credentials (one per cluster with the BA/ACP
+//!   extension), adopted by name.
 //! - [`ownership`]: the Neutron tag that marks a resource as created (or adopted) by one
 //!   OpenStackCluster, and how found resources are classified.
 //!
@@ -38,6 +40,7 @@
 
 pub mod compute;
 pub mod error;
+pub mod identity;
 pub mod instance;
 pub mod loadbalancer;
 pub mod networking;

@@ -547,3 +547,158 @@ async fn ingress_load_balancer_in_error_is_reported_until_replaced() {
     assert!(ingress_id(&o).is_some());
     h.delete_cluster_leaving_nothing("i1").await;
 }
+
+const APP_CREDENTIAL: &str = "identityRef:
+  name: cloud-config
+  cloudName: openstack
+managedSubnets:
+- cidr: 10.8.0.0/24
+managedSecurityGroups: {}
+extensions:
+  networking:
+    kubeNetworkPlugin: calico
+";
+
+/// The cluster's application credential as the Ansible bootstrap provider reads it: the
+/// Secret named by `status.extensions.openStack.appCredential.ref` holds `clouds.yaml` with the
+/// cloud `<namespace>-<cluster>` and the fields it requires; the credential authenticates and
+/// works; status and events carry no secret; deleting the cluster deletes the credential in
+/// Keystone and the Secret. With a restricted application credential as the cluster's identity
+/// (capo-sim only), Keystone refuses a new one: the cluster is Ready anyway and
+/// ExtensionsReady names the field and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_credential_secret_authenticates_and_goes_with_the_cluster() {
+    use capo_openstack::credentials::{AuthMethod, Credentials};
+    let mut h = Harness::new("appcred").await;
+    h.start();
+    h.create_cluster("a1", APP_CREDENTIAL).await;
+    let recorded = |o: &OpenStackCluster| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.extensions.as_ref())
+            .and_then(|e| e.open_stack.as_ref())
+            .and_then(|os| os.app_credential.clone())
+    };
+    let o = h
+        .wait_cluster("a1", 90, "ready with an application credential", |o| {
+            o.status.as_ref().is_some_and(|s| s.ready)
+                && recorded(o).is_some_and(|r| r.id.is_some())
+        })
+        .await;
+    let rec = recorded(&o).unwrap();
+    assert_eq!(rec.secret_ref.as_deref(), Some("a1-app-credential"));
+    let id = rec.id.clone().unwrap();
+    let s = secret(&h, "a1-app-credential").await.unwrap();
+    assert_eq!(s.type_.as_deref(), Some("Opaque"));
+    let labels = s.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels["cluster.x-k8s.io/cluster-name"], "a1");
+    assert!(labels.contains_key("clusterctl.cluster.x-k8s.io/move"));
+    let owner = &s.metadata.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("OpenStackCluster", "a1", Some(true))
+    );
+    // The fields the bootstrap provider requires, read as it reads them.
+    let cloud = format!("{}-a1", h.ns);
+    let clouds_yaml = key(&s, "clouds.yaml");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&clouds_yaml).unwrap();
+    let entry = &doc["clouds"][cloud.as_str()];
+    for field in [
+        &entry["auth"]["auth_url"],
+        &entry["auth"]["application_credential_id"],
+        &entry["auth"]["application_credential_secret"],
+        &entry["region_name"],
+    ] {
+        assert!(field.as_str().is_some_and(|v| !v.is_empty()));
+    }
+    assert_eq!(
+        entry["auth"]["application_credential_id"].as_str(),
+        Some(id.as_str())
+    );
+    assert_eq!(entry["auth_type"].as_str(), Some("v3applicationcredential"));
+    // The credential works: a token for the test project, and a Neutron call with it.
+    let data = s
+        .data
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    let creds =
+        Credentials::from_secret("test", &h.ns, "a1-app-credential", &data, &cloud, None).unwrap();
+    assert_eq!(creds.method, AuthMethod::ApplicationCredential);
+    let secret_value = creds
+        .entry
+        .auth
+        .application_credential_secret
+        .as_ref()
+        .map(|v| v.expose().to_owned())
+        .unwrap();
+    let node_session = h.sessions.session(&creds).unwrap();
+    assert_eq!(node_session.project_id().await.unwrap(), h.project());
+    node_session
+        .send(&capo_openstack::Request::get(
+            capo_openstack::Service::Network,
+            "networks",
+            "test_network_list",
+        ))
+        .await
+        .unwrap();
+    // No secret in status or events.
+    let status = serde_json::to_string(&o.status).unwrap();
+    assert!(!status.contains(&secret_value), "secret in status");
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(h.client.clone(), &h.ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&events.items)
+            .unwrap()
+            .contains(&secret_value),
+        "secret in an event"
+    );
+    // Deleting the cluster deletes the credential in Keystone and the Secret.
+    h.delete_cluster("a1").await;
+    h.wait_gone("a1", 90).await;
+    assert!(secret(&h, "a1-app-credential").await.is_none());
+    let gone = capo_cloud::identity::get_app_credential(&h.session(), &id)
+        .await
+        .unwrap();
+    assert!(gone.is_none(), "application credential left in Keystone");
+    if h.cloud.is_real() {
+        return;
+    }
+    // A restricted application credential as the identity: Keystone refuses (403).
+    let identity: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "appcred-identity", "namespace": h.ns},
+        "stringData": {"clouds.yaml": h.sim().clouds_yaml()},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
+        .create(&Default::default(), &identity)
+        .await
+        .unwrap();
+    let spec = APP_CREDENTIAL
+        .replace("name: cloud-config", "name: appcred-identity")
+        .replace("cloudName: openstack", "cloudName: capo-sim-appcred");
+    h.create_cluster("a2", &spec).await;
+    let o = h
+        .wait_cluster("a2", 90, "ready, ExtensionsReady explaining the 403", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && capo_controller::conditions::get(&s.conditions, "ExtensionsReady")
+                        .is_some_and(|c| c.reason.as_deref() == Some("AppCredentialForbidden"))
+            })
+        })
+        .await;
+    let st = o.status.clone().unwrap();
+    let c = capo_controller::conditions::get(&st.conditions, "ExtensionsReady").unwrap();
+    let why = c.message.clone().unwrap_or_default();
+    assert!(
+        why.contains("spec.extensions.openStack.appCredential") && why.contains("unrestricted"),
+        "{why}"
+    );
+    assert!(recorded(&o).is_none());
+    assert!(secret(&h, "a2-app-credential").await.is_none());
+    h.delete_cluster_leaving_nothing("a2").await;
+}

@@ -19,6 +19,8 @@ pub enum Service {
     Image,
     /// Cinder.
     BlockStorage,
+    /// Keystone (application credentials), reached at the credentials' auth URL.
+    Identity,
 }
 
 impl Service {
@@ -30,6 +32,7 @@ impl Service {
             Service::LoadBalancer => &["load-balancer"],
             Service::Image => &["image"],
             Service::BlockStorage => &["block-storage", "volumev3", "volume"],
+            Service::Identity => &["identity"],
         }
     }
 
@@ -38,6 +41,7 @@ impl Service {
         match self {
             Service::Network => Some("v2.0"),
             Service::LoadBalancer | Service::Image => Some("v2"),
+            Service::Identity => Some("v3"),
             Service::Compute | Service::BlockStorage => None,
         }
     }
@@ -59,6 +63,7 @@ impl Service {
             Service::LoadBalancer => "loadbalancer",
             Service::Image => "image",
             Service::BlockStorage => "volume",
+            Service::Identity => "identity",
         }
     }
 }

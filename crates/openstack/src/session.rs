@@ -122,8 +122,28 @@ impl Session {
         Ok(self.token().await?.0.project_domain_name.clone())
     }
 
-    /// Versioned endpoint URL of a service from the token's catalog.
+    /// Keystone ID of the token's user: the owner of the application credentials this
+    /// session creates (`/v3/users/{user_id}/application_credentials`).
+    pub async fn user_id(&self) -> Result<String> {
+        let (state, _) = self.token().await?;
+        Some(state.user_id.clone())
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                Error::Credentials(format!(
+                    "cloud {:?}: the token names no user",
+                    self.inner.creds.cloud_name
+                ))
+            })
+    }
+
+    /// Versioned endpoint URL of a service from the token's catalog. Keystone is the
+    /// exception: its calls go to the auth URL the token came from (`.../v3/`), which is
+    /// reachable by definition, whereas the catalog's identity entry may be an address only
+    /// the cloud's own network reaches.
     pub async fn endpoint(&self, service: Service) -> Result<url::Url> {
+        if service == Service::Identity {
+            return auth::identity_url(self.inner.creds.auth_url());
+        }
         let (state, _) = self.token().await?;
         catalog::endpoint_url(
             &state.catalog,

@@ -8,6 +8,8 @@
 //! - [`ssh`]: an ed25519 key pair generated once per cluster into the `kubernetes.io/ssh-auth`
 //!   Secret `<cluster>-ssh`, its public key imported as a Nova key pair for machines that name
 //!   none.
+//! - [`app_credential`]: a Keystone application credential per cluster, in the Secret
+//!   `<cluster>-app-credential` (`clouds.yaml`) named by `status.extensions.openStack.appCredential`.
 //! - [`vars`]: `status.extensions`: one field per variable of the contract (project, subnet,
 //!   security groups, VIPs, catalog endpoint hosts, region, NTP, management VIP).
 //! - [`ansible`]: the Secret `<cluster>-ansible` with `vars.yaml` and `inventory.yaml`, rendered
@@ -15,6 +17,7 @@
 //!   bytes change; the `ExtensionsReady` condition names what is not resolved yet.
 
 pub(super) mod ansible;
+pub(super) mod app_credential;
 pub(super) mod ingress_lb;
 pub(super) mod ssh;
 pub(super) mod vars;
@@ -77,6 +80,7 @@ pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Resul
         return Ok(Progress::Ready);
     }
     ssh::reconcile_ssh(scope, s).await?;
+    app_credential::reconcile(scope, s).await?;
     let progress = vips::reconcile_ingress(scope, s).await?;
     scope.flush().await?;
     Ok(progress)
@@ -90,6 +94,7 @@ pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Resu
     }
     vars::fill_status(scope, s).await?;
     ansible::reconcile_secret(scope).await?;
+    app_credential::report(scope, s);
     scope.flush().await
 }
 
@@ -101,6 +106,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progre
         return Ok(progress);
     }
     ssh::cleanup(scope, s).await?;
+    app_credential::cleanup(scope, s).await?;
     ansible::cleanup(scope).await?;
     Ok(Progress::Ready)
 }

@@ -28,6 +28,8 @@ pub(crate) struct TokenState {
     /// Name of the project's domain, from the token (clouds.yaml may not name it, e.g. with
     /// an application credential).
     pub project_domain_name: Option<String>,
+    /// Keystone ID of the token's user (owner of the application credentials it creates).
+    pub user_id: String,
     pub catalog: Vec<ServiceEndpoints>,
     /// Increments with every new token; lets concurrent 401s re-authenticate only once.
     pub generation: u64,
@@ -174,6 +176,7 @@ pub(crate) async fn authenticate(
         project_domain_name: project
             .and_then(|p| p.domain.as_ref())
             .and_then(|d| d.name.clone()),
+        user_id: info.token.user.id.clone(),
         catalog: info.token.catalog.clone().unwrap_or_default(),
         generation,
     })
@@ -277,6 +280,7 @@ mod tests {
             project_id: None,
             project_name: None,
             project_domain_name: None,
+            user_id: String::new(),
             catalog: vec![],
             generation: 1,
         };

@@ -147,6 +147,7 @@ impl Session {
             Service::LoadBalancer => "loadbalancer_version_get",
             Service::Network => "network_version_get",
             Service::Image => "image_version_get",
+            Service::Identity => "identity_version_get",
         };
         let reply = self
             .exchange(Exchange {

@@ -1,0 +1,404 @@
+//! The cluster's Keystone application credential (unless
+//! `spec.extensions.openStack.appCredential: false`): created with the cluster's identity,
+//! stored in the Opaque Secret `<cluster>-app-credential` (owned by the OpenStackCluster) as a
+//! CAPO identity Secret: key `clouds.yaml` with the cloud `<namespace>-<cluster>`, key
+//! `cacert` with the identity's CA when it has one. Its name and Keystone ID go to
+//! `status.extensions.openStack.appCredential.{ref,id}`, where the Ansible bootstrap provider
+//! finds it (it writes `/opt/auth-opts` and `/opt/cloud_config` on control-plane nodes).
+//!
+//! Keystone returns a credential's secret only when it creates it, so the Secret is the only
+//! copy: a credential found by name whose secret the Secret does not hold is replaced (see
+//! [`capo_cloud::identity`]). The secret stays a [`Secret`] (redacted Debug) until it is
+//! written into the Kubernetes Secret; it never reaches logs, events, status or errors.
+//!
+//! When Keystone refuses the credential (403: the cluster's identity is itself a restricted
+//! application credential, or policy forbids it), the cluster still becomes Ready and
+//! `ExtensionsReady` says why and how to fix it ([`report`]).
+
+use std::collections::BTreeMap;
+
+use capo_api::extensions::AppCredentialStatus;
+use capo_cloud::identity::{self, Held};
+use capo_openstack::Session;
+use capo_openstack::credentials::{AuthMethod, CACERT_KEY, CLOUDS_YAML_KEY, Credentials, Secret};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::{Api, Resource};
+
+use super::super::scope::Scope;
+use super::{EXTENSIONS_READY, cluster_name, secret_labels, spec};
+use crate::conditions::{self, State};
+use crate::context::FIELD_MANAGER;
+use crate::error::{Error, KubeContext, Result};
+
+/// Reason of `ExtensionsReady` when Keystone refused the application credential.
+pub const APP_CREDENTIAL_FORBIDDEN: &str = "AppCredentialForbidden";
+
+/// Name of the Secret holding the credential: `<cluster>-app-credential`.
+pub fn secret_name(cluster: &str) -> String {
+    format!("{cluster}-app-credential")
+}
+
+/// Cloud entry name the bootstrap provider looks up: `<namespace>-<Cluster name>`.
+pub fn cloud_name(namespace: &str, cluster: &str) -> String {
+    format!("{namespace}-{cluster}")
+}
+
+/// Everything the rendered `clouds.yaml` holds. Debug never shows the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudConfig {
+    /// Entry name, `<namespace>-<cluster>`.
+    pub cloud: String,
+    /// Keystone auth URL (the one the cluster's identity uses).
+    pub auth_url: String,
+    /// Application credential ID.
+    pub id: String,
+    /// Application credential secret.
+    pub secret: Secret,
+    /// Region of the cluster's identity.
+    pub region: Option<String>,
+    /// Endpoint interface of the cluster's identity.
+    pub interface: String,
+    /// `verify: false` of the cluster's identity, passed on (never turned off here).
+    pub insecure: bool,
+}
+
+/// A YAML scalar: a JSON string is a valid YAML double-quoted scalar, whatever it holds.
+fn scalar(v: &str) -> String {
+    serde_json::Value::from(v).to_string()
+}
+
+/// The `clouds.yaml` document (deterministic, so the Secret is rewritten only on change).
+pub fn render_clouds_yaml(c: &CloudConfig) -> Secret {
+    let mut out = format!(
+        "clouds:\n  {}:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {}\n      application_credential_id: {}\n      application_credential_secret: {}\n",
+        scalar(&c.cloud),
+        scalar(&c.auth_url),
+        scalar(&c.id),
+        scalar(c.secret.expose()),
+    );
+    if let Some(region) = &c.region {
+        out.push_str(&format!("    region_name: {}\n", scalar(region)));
+    }
+    out.push_str(&format!(
+        "    interface: {}\n    identity_api_version: 3\n",
+        scalar(&c.interface)
+    ));
+    if c.insecure {
+        out.push_str("    verify: false\n");
+    }
+    Secret::new(out)
+}
+
+fn wanted(scope: &Scope<'_>) -> bool {
+    spec(scope.osc)
+        .is_some_and(|e| e.open_stack.as_ref().and_then(|o| o.app_credential) != Some(false))
+}
+
+fn recorded<'a>(scope: &'a Scope<'_>) -> Option<&'a AppCredentialStatus> {
+    scope
+        .status
+        .extensions
+        .as_ref()
+        .and_then(|e| e.open_stack.as_ref())
+        .and_then(|o| o.app_credential.as_ref())
+}
+
+fn set_recorded(scope: &mut Scope<'_>, value: Option<AppCredentialStatus>) {
+    let ext = scope.status.extensions.get_or_insert_with(Default::default);
+    if value.is_none() && ext.open_stack.is_none() {
+        return;
+    }
+    ext.open_stack
+        .get_or_insert_with(Default::default)
+        .app_credential = value;
+}
+
+/// Keystone name of the cluster's credential.
+fn keystone_name(scope: &Scope<'_>) -> String {
+    identity::app_credential_name(
+        &scope.owner.namespace,
+        &cluster_name(scope.osc),
+        &scope.owner.uid,
+    )
+}
+
+/// The credential the Secret holds (None when absent, unreadable or for another cloud name:
+/// then a new credential is made and the Secret rewritten).
+fn held(secret: &KubeSecret, cloud: &str) -> Option<Held> {
+    let data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .clone()?
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    let creds = Credentials::from_secret("-", "-", "-", &data, cloud, None).ok()?;
+    let auth = creds.entry.auth;
+    Some(Held {
+        id: auth.application_credential_id?,
+        secret: auth.application_credential_secret?,
+    })
+}
+
+/// Ensure the credential and its Secret; record `{ref, id}` in status. A 403 from Keystone is
+/// reported by [`report`], not returned: the rest of the cluster does not depend on it.
+pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    if !wanted(scope) {
+        if recorded(scope).is_some() {
+            cleanup(scope, s).await?;
+        }
+        return Ok(());
+    }
+    let name = secret_name(&scope.owner.name);
+    let cloud = cloud_name(&scope.owner.namespace, &cluster_name(scope.osc));
+    let api: Api<KubeSecret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let current = api
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get Secret {name}"))?;
+    let held = current.as_ref().and_then(|c| held(c, &cloud));
+    let description = format!(
+        "Created by cluster-api-provider-openstack cluster {}",
+        cluster_name(scope.osc)
+    );
+    let ensured =
+        match identity::ensure_app_credential(s, &keystone_name(scope), &description, held).await {
+            Ok(e) => e,
+            Err(e) if identity::is_forbidden(&e) => {
+                // Keystone's message names no secret; the event tells the operator once per
+                // full reconcile, ExtensionsReady keeps saying it.
+                tracing::warn!(error = %e, "Keystone refused the cluster's application credential");
+                scope
+                    .event(
+                        EventType::Warning,
+                        APP_CREDENTIAL_FORBIDDEN,
+                        "Reconcile",
+                        Some(e.to_string()),
+                    )
+                    .await;
+                // Whatever the Secret holds may be dead by now: publish nothing (the Secret
+                // itself goes with the cluster).
+                set_recorded(scope, None);
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+    let creds = s.credentials();
+    let config = CloudConfig {
+        cloud,
+        auth_url: creds.auth_url().to_owned(),
+        id: ensured.credential.id.clone(),
+        secret: ensured.credential.secret,
+        region: s.region().map(str::to_owned),
+        interface: creds.interface().to_owned(),
+        insecure: creds.entry.verify == Some(false),
+    };
+    write_secret(scope, &api, current.as_ref(), &name, &config, creds).await?;
+    set_recorded(
+        scope,
+        Some(AppCredentialStatus {
+            secret_ref: Some(name),
+            id: Some(config.id),
+        }),
+    );
+    Ok(())
+}
+
+/// Write the Secret when its bytes differ (the credential is new, or the identity's URL,
+/// region or CA changed).
+async fn write_secret(
+    scope: &Scope<'_>,
+    api: &Api<KubeSecret>,
+    current: Option<&KubeSecret>,
+    name: &str,
+    config: &CloudConfig,
+    creds: &Credentials,
+) -> Result<()> {
+    let clouds_yaml = render_clouds_yaml(config);
+    let mut data = BTreeMap::from([(
+        CLOUDS_YAML_KEY.to_owned(),
+        ByteString(clouds_yaml.expose().as_bytes().to_vec()),
+    )]);
+    if let Some(ca) = &creds.ca_pem {
+        data.insert(CACERT_KEY.to_owned(), ByteString(ca.clone()));
+    }
+    if current.and_then(|c| c.data.as_ref()) == Some(&data) {
+        return Ok(());
+    }
+    let secret = KubeSecret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(scope.owner.namespace.clone()),
+            labels: Some(secret_labels(scope.osc)),
+            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data),
+        ..Default::default()
+    };
+    // Serialization errors name the type only, never a value.
+    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
+        what: "Secret",
+        source,
+    })?;
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .kctx(|| format!("apply Secret {name}"))?;
+    tracing::info!(secret = %name, app_credential = %config.id, "application credential Secret written");
+    Ok(())
+}
+
+/// After the other extension steps set `ExtensionsReady`: when the credential is wanted but
+/// none is recorded (Keystone refused it), say so, naming the field and the fixes.
+pub(super) fn report(scope: &mut Scope<'_>, s: &Session) {
+    if !wanted(scope) || recorded(scope).and_then(|r| r.id.as_ref()).is_some() {
+        return;
+    }
+    let why = if s.credentials().method == AuthMethod::ApplicationCredential {
+        "Keystone refused to create the cluster's application credential: the cluster's identity is itself an application credential, and only an unrestricted one may create others"
+    } else {
+        "Keystone refused to create the cluster's application credential (403) for the identity's user"
+    };
+    let fix = "set spec.extensions.openStack.appCredential to false (nodes then get no OpenStack credentials), or use an identity that may create application credentials (a user, or an unrestricted application credential)";
+    let mut message = format!("{why}; {fix}");
+    // This needs the operator, the other unresolved variables usually only time: it leads.
+    if let Some(other) = conditions::get(&scope.status.conditions, EXTENSIONS_READY)
+        .filter(|c| c.status == "False")
+        .and_then(|c| c.message.as_deref())
+    {
+        message = format!("{message}; {other}");
+    }
+    let state = State::warning(APP_CREDENTIAL_FORBIDDEN, message);
+    scope.set(EXTENSIONS_READY, state);
+}
+
+/// Delete the credential (all of our name, and the recorded one) and its Secret. A 403 (the
+/// identity changed to a restricted application credential) leaves the credential behind
+/// with a Warning event naming its ID, rather than blocking the cluster's deletion forever.
+pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+    let recorded_id = recorded(scope).and_then(|r| r.id.clone());
+    if recorded_id.is_some() || wanted(scope) {
+        match identity::delete_app_credentials(s, &keystone_name(scope), recorded_id.as_deref())
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if identity::is_forbidden(&e) => {
+                let note = format!(
+                    "could not delete the cluster's application credential ({e}); delete it with an identity allowed to"
+                );
+                tracing::warn!(%note);
+                scope
+                    .event(
+                        EventType::Warning,
+                        APP_CREDENTIAL_FORBIDDEN,
+                        "Delete",
+                        Some(note),
+                    )
+                    .await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    super::ssh::delete_secret(scope, &secret_name(&scope.owner.name)).await?;
+    set_recorded(scope, None);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> CloudConfig {
+        CloudConfig {
+            cloud: "ns1-c1".into(),
+            auth_url: "https://keystone.example:5000/v3".into(),
+            id: "ac123".into(),
+            secret: Secret::new("very-secret-value"),
+            region: Some("RegionOne".into()),
+            interface: "public".into(),
+            insecure: false,
+        }
+    }
+
+    #[test]
+    fn clouds_yaml_is_what_the_bootstrap_provider_and_capo_read() {
+        let rendered = render_clouds_yaml(&config());
+        assert_eq!(
+            rendered.expose(),
+            "clouds:\n  \"ns1-c1\":\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: \"https://keystone.example:5000/v3\"\n      application_credential_id: \"ac123\"\n      application_credential_secret: \"very-secret-value\"\n    region_name: \"RegionOne\"\n    interface: \"public\"\n    identity_api_version: 3\n"
+        );
+        // capo's own parser (an identityRef could use the Secret as is) reads it back.
+        let creds = Credentials::from_clouds_yaml(rendered.expose(), "ns1-c1", None, None).unwrap();
+        assert_eq!(creds.method, AuthMethod::ApplicationCredential);
+        assert_eq!(creds.region.as_deref(), Some("RegionOne"));
+        assert_eq!(
+            creds.entry.auth.application_credential_id.as_deref(),
+            Some("ac123")
+        );
+        assert_eq!(
+            creds
+                .entry
+                .auth
+                .application_credential_secret
+                .as_ref()
+                .map(Secret::expose),
+            Some("very-secret-value")
+        );
+        let data = BTreeMap::from([(
+            CLOUDS_YAML_KEY.to_owned(),
+            ByteString(rendered.expose().as_bytes().to_vec()),
+        )]);
+        let k = KubeSecret {
+            data: Some(data),
+            ..Default::default()
+        };
+        assert_eq!(held(&k, "ns1-c1").map(|h| h.id), Some("ac123".into()));
+        assert_eq!(held(&k, "other"), None);
+    }
+
+    #[test]
+    fn awkward_values_are_quoted_and_insecure_is_passed_on() {
+        let mut c = config();
+        c.secret = Secret::new("a: b # \"c\"\n");
+        c.region = None;
+        c.insecure = true;
+        let rendered = render_clouds_yaml(&c);
+        let creds = Credentials::from_clouds_yaml(rendered.expose(), "ns1-c1", None, None).unwrap();
+        assert_eq!(
+            creds
+                .entry
+                .auth
+                .application_credential_secret
+                .as_ref()
+                .map(Secret::expose),
+            Some("a: b # \"c\"\n")
+        );
+        assert_eq!(creds.entry.verify, Some(false));
+        assert_eq!(creds.region, None);
+    }
+
+    #[test]
+    fn debug_never_shows_the_secret() {
+        let c = config();
+        let rendered = render_clouds_yaml(&c);
+        for text in [format!("{c:?}"), format!("{rendered:?}")] {
+            assert!(!text.contains("very-secret-value"), "{text}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(secret_name("c1"), "c1-app-credential");
+        assert_eq!(cloud_name("ns1", "c1"), "ns1-c1");
+    }
+}
