@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 # Compiled artefacts live in the cache, outside the checkout, so a fresh clone on a machine
 # that built before starts warm (cargo's own fingerprints decide what to rebuild).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CAPO_CACHE_DIR:-$HOME/.cache/capo}/target}"
+# Incremental state is per checkout path and never reused by a fresh clone: it only fills the disk.
+export CARGO_INCREMENTAL=0
 
 step() { printf '\n==> %s\n' "$*"; }
 
