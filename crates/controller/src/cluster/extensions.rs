@@ -31,7 +31,7 @@ use capo_openstack::Session;
 use kube::ResourceExt;
 
 use super::scope::Scope;
-use crate::error::Result;
+use crate::error::{KubeContext, Result};
 
 /// Condition reporting the extension's variables.
 pub const EXTENSIONS_READY: &str = "ExtensionsReady";
@@ -71,6 +71,46 @@ pub(super) fn secret_labels(osc: &OpenStackCluster) -> std::collections::BTreeMa
     ]
     .into_iter()
     .collect()
+}
+
+/// Server-side apply of the Opaque Secret `name` holding `data`, owned by the
+/// OpenStackCluster and labelled like every Secret of the extension. Serialization errors
+/// name the type only, never a value.
+pub(super) async fn apply_owned_secret(
+    scope: &Scope<'_>,
+    api: &kube::Api<k8s_openapi::api::core::v1::Secret>,
+    name: &str,
+    data: std::collections::BTreeMap<String, k8s_openapi::ByteString>,
+) -> Result<()> {
+    use kube::Resource;
+    use kube::api::{Patch, PatchParams};
+    let secret = k8s_openapi::api::core::v1::Secret {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(scope.owner.namespace.clone()),
+            labels: Some(secret_labels(scope.osc)),
+            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data),
+        ..Default::default()
+    };
+    let mut body =
+        serde_json::to_value(&secret).map_err(|source| crate::error::Error::Serialize {
+            what: "Secret",
+            source,
+        })?;
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    api.patch(
+        name,
+        &PatchParams::apply(crate::context::FIELD_MANAGER).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .kctx(|| format!("apply Secret {name}"))?;
+    Ok(())
 }
 
 /// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, ingress VIP.

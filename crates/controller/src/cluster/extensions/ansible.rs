@@ -13,14 +13,12 @@ use capo_api::names::ansible_secret_name;
 use capo_api::v1beta1::OpenStackMachine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 
 use super::super::scope::Scope;
-use super::{EXTENSIONS_READY, cluster_name, secret_labels};
+use super::{EXTENSIONS_READY, cluster_name};
 use crate::conditions::State;
-use crate::context::FIELD_MANAGER;
 use crate::error::{Error, KubeContext, Result};
 
 /// The cluster's OpenStackMachines (by the cluster-name label), sorted by name.
@@ -91,31 +89,7 @@ async fn write_secret(
     if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
         return Ok(());
     }
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: Some(scope.owner.namespace.clone()),
-            labels: Some(secret_labels(scope.osc)),
-            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
-            ..Default::default()
-        },
-        type_: Some("Opaque".to_owned()),
-        data: Some(data),
-        ..Default::default()
-    };
-    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
-        what: "Secret",
-        source,
-    })?;
-    body["apiVersion"] = "v1".into();
-    body["kind"] = "Secret".into();
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(body),
-    )
-    .await
-    .kctx(|| format!("apply Secret {name}"))?;
+    super::apply_owned_secret(scope, &api, name, data).await?;
     tracing::info!(secret = %name, "Ansible inventory and variables updated");
     Ok(())
 }

@@ -23,16 +23,13 @@ use capo_openstack::Session;
 use capo_openstack::credentials::{AuthMethod, CACERT_KEY, CLOUDS_YAML_KEY, Credentials, Secret};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret as KubeSecret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Patch, PatchParams};
+use kube::Api;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource};
 
 use super::super::scope::Scope;
-use super::{EXTENSIONS_READY, cluster_name, secret_labels, spec};
+use super::{EXTENSIONS_READY, cluster_name, spec};
 use crate::conditions::{self, State};
-use crate::context::FIELD_MANAGER;
-use crate::error::{Error, KubeContext, Result};
+use crate::error::{KubeContext, Result};
 
 /// Reason of `ExtensionsReady` when Keystone refused the application credential.
 pub const APP_CREDENTIAL_FORBIDDEN: &str = "AppCredentialForbidden";
@@ -228,32 +225,7 @@ async fn write_secret(
     if current.and_then(|c| c.data.as_ref()) == Some(&data) {
         return Ok(());
     }
-    let secret = KubeSecret {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: Some(scope.owner.namespace.clone()),
-            labels: Some(secret_labels(scope.osc)),
-            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
-            ..Default::default()
-        },
-        type_: Some("Opaque".to_owned()),
-        data: Some(data),
-        ..Default::default()
-    };
-    // Serialization errors name the type only, never a value.
-    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
-        what: "Secret",
-        source,
-    })?;
-    body["apiVersion"] = "v1".into();
-    body["kind"] = "Secret".into();
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(body),
-    )
-    .await
-    .kctx(|| format!("apply Secret {name}"))?;
+    super::apply_owned_secret(scope, api, name, data).await?;
     tracing::info!(secret = %name, app_credential = %config.id, "application credential Secret written");
     Ok(())
 }
