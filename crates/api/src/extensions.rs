@@ -13,10 +13,11 @@ mod machine;
 mod node_resources;
 
 pub use cluster::{
-    CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces, ClusterNetworking,
-    ClusterOpenStackOptions, ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS, IngressLoadBalancer,
-    KUBE_NETWORK_PLUGINS, LOAD_BALANCER_MODE_KEEPALIVED, LOAD_BALANCER_MODE_OCTAVIA,
-    LOAD_BALANCER_MODES, NtpOptions, OpenStackClusterExtensions, PlatformOptions, SshOptions,
+    ANSIBLE_CONTROL_PLANE_KIND, CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces,
+    ClusterNetworking, ClusterOpenStackOptions, ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS,
+    IngressLoadBalancer, KUBE_NETWORK_PLUGINS, LOAD_BALANCER_MODE_KEEPALIVED,
+    LOAD_BALANCER_MODE_OCTAVIA, LOAD_BALANCER_MODES, NtpOptions, OpenStackClusterExtensions,
+    PlatformOptions, SshOptions,
 };
 pub use cluster_status::{
     AddressStatus, AnsibleStatus, AppCredentialStatus, CiliumStatus, LoadBalancersStatus,

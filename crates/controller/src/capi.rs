@@ -59,6 +59,9 @@ pub struct ClusterSpec {
     /// The control-plane endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_endpoint: Option<Endpoint>,
+    /// The control-plane provider's object (tells which providers drive the cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_ref: Option<ContractReference>,
 }
 
 /// Bootstrap section of a Machine.

@@ -138,6 +138,7 @@ async fn reconcile_inner(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Resul
         }
         None => osc,
     };
+    let osc = crate::ansible_driven::with_defaults_arc(osc, cluster.as_ref());
     let cluster_name = cluster
         .as_ref()
         .map(|c| c.name_any())

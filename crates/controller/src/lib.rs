@@ -21,6 +21,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod ansible_driven;
 pub mod backoff;
 pub mod capi;
 pub mod cluster;

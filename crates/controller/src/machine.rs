@@ -150,7 +150,9 @@ async fn reconcile_inner(osm: &OpenStackMachine, ctx: &Context) -> Result<Action
         .filter(|r| r.kind == "OpenStackCluster")
         .map(|r| r.name.clone());
     let osc = match &osc_name {
-        Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n).await?,
+        Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n)
+            .await?
+            .map(|o| crate::ansible_driven::with_defaults(o, cluster.as_ref())),
         None => None,
     };
     let control_plane = machine

@@ -338,3 +338,103 @@ async fn a_consumer_written_ssh_auth_key_is_the_clusters_key() {
 fn rand_core_rng() -> impl rsa::rand_core::CryptoRngCore {
     rsa::rand_core::OsRng
 }
+
+/// The peer's OpenStackCluster as its template writes it: no `spec.extensions`.
+const PEER_CLUSTER: &str = "identityRef:
+  name: cloud-config
+  cloudName: openstack
+managedSubnets:
+- cidr: 10.10.0.0/24
+managedSecurityGroups: {}
+";
+
+async fn cluster_with_control_plane(h: &Harness, name: &str, kind: &str) {
+    h.apply(&format!(
+        "apiVersion: cluster.x-k8s.io/v1beta2
+kind: Cluster
+metadata:
+  name: {name}
+spec:
+  controlPlaneRef:
+    apiGroup: controlplane.cluster.x-k8s.io
+    kind: {kind}
+    name: {name}
+  infrastructureRef:
+    apiGroup: infrastructure.cluster.x-k8s.io
+    kind: OpenStackCluster
+    name: {name}
+"
+    ))
+    .await;
+    let cluster: Value = h
+        .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
+        .await;
+    let uid = cluster["metadata"]["uid"].as_str().unwrap().to_owned();
+    h.apply_osc(name, &uid, PEER_CLUSTER).await;
+}
+
+/// A cluster driven by the AnsibleControlPlane gets the extension with the peer's defaults
+/// although its OpenStackCluster has no `spec.extensions`; the same manifest under a
+/// KubeadmControlPlane stays exactly upstream's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ansible_driven_clusters_get_the_peers_defaults_and_others_nothing() {
+    let h = Harness::new("peerd").await;
+    let _c = start(&h);
+    cluster_with_control_plane(&h, "acp", "AnsibleControlPlane").await;
+    cluster_with_control_plane(&h, "kcp", "KubeadmControlPlane").await;
+    let acp = h
+        .wait_cluster("acp", 90, "the peer's defaults published", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && s.extensions.as_ref().is_some_and(|e| {
+                        e.load_balancers
+                            .as_ref()
+                            .is_some_and(|l| l.harbor.is_some() && l.control_plane.is_some())
+                            && e.open_stack
+                                .as_ref()
+                                .is_some_and(|o| o.app_credential.is_some())
+                            && e.ssh.is_some()
+                    })
+            })
+        })
+        .await;
+    let ext = acp.status.clone().unwrap().extensions.unwrap();
+    let lbs = ext.load_balancers.unwrap();
+    let cp = lbs.control_plane.unwrap();
+    assert_eq!(
+        cp.mode.as_deref(),
+        Some("Keepalived"),
+        "no API load balancer asked"
+    );
+    assert_eq!(
+        acp.spec.control_plane_endpoint.unwrap().host,
+        cp.floating_ip,
+        "the endpoint is the control-plane VIP's floating IP"
+    );
+    assert_eq!(lbs.harbor.unwrap().vip, lbs.ingress.unwrap().vip);
+    assert!(acp.spec.extensions.is_none(), "nothing written to the spec");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(h.client.clone(), &h.ns);
+    for s in [
+        "acp-ssh",
+        "acp-ssh-auth",
+        "acp-app-credential",
+        "acp-ansible",
+    ] {
+        assert!(secrets.get_opt(s).await.unwrap().is_some(), "Secret {s}");
+    }
+
+    let kcp = h
+        .wait_cluster("kcp", 90, "ready", |o| {
+            o.status.as_ref().is_some_and(|s| s.ready)
+        })
+        .await;
+    assert!(
+        kcp.status.unwrap().extensions.is_none(),
+        "a KubeadmControlPlane cluster gets no extension"
+    );
+    assert!(secrets.get_opt("kcp-ssh-auth").await.unwrap().is_none());
+
+    h.delete_cluster("kcp").await;
+    h.wait_gone("kcp", 120).await;
+    h.delete_cluster_leaving_nothing("acp").await;
+}

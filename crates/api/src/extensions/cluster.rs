@@ -193,6 +193,43 @@ pub struct CiliumOptions {
     pub webhook_enable: Option<bool>,
 }
 
+/// Kind of the Ansible control-plane provider's object (`controlplane.cluster.x-k8s.io`).
+pub const ANSIBLE_CONTROL_PLANE_KIND: &str = "AnsibleControlPlane";
+
+impl OpenStackClusterExtensions {
+    /// What the peer provider does for a cluster its Ansible providers drive when the
+    /// OpenStackCluster has no `spec.extensions` (its manifests never write one): a control-plane
+    /// VIP (the API load balancer when `apiServerLoadBalancer` is enabled, else a keepalived VIP
+    /// port, since capo's Keepalived mode replaces that load balancer), a keepalived ingress VIP
+    /// (which is also Harbor's), an application credential, and one SSH key for `root`, the
+    /// user the Ansible providers log in as.
+    pub fn peer_defaults(api_server_load_balancer: bool) -> Self {
+        let control_plane_mode = if api_server_load_balancer {
+            LOAD_BALANCER_MODE_OCTAVIA
+        } else {
+            LOAD_BALANCER_MODE_KEEPALIVED
+        };
+        OpenStackClusterExtensions {
+            load_balancers: Some(ClusterLoadBalancers {
+                control_plane: Some(ControlPlaneLoadBalancer {
+                    mode: control_plane_mode.to_owned(),
+                    ..Default::default()
+                }),
+                ingress: Some(IngressLoadBalancer {
+                    mode: LOAD_BALANCER_MODE_KEEPALIVED.to_owned(),
+                    ..Default::default()
+                }),
+            }),
+            ssh: Some(SshOptions {
+                generate_key_pair: Some(true),
+                user: Some("root".to_owned()),
+            }),
+            open_stack: Some(ClusterOpenStackOptions::default()),
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +281,29 @@ mod tests {
                 "openStack": {"appCredential": false}
             })
         );
+    }
+
+    #[test]
+    fn peer_defaults_follow_the_api_load_balancer_switch() {
+        let mode = |e: &OpenStackClusterExtensions| {
+            e.load_balancers
+                .as_ref()
+                .and_then(|l| l.control_plane.as_ref())
+                .map(|c| c.mode.clone())
+        };
+        let with_lb = OpenStackClusterExtensions::peer_defaults(true);
+        assert_eq!(mode(&with_lb).as_deref(), Some(LOAD_BALANCER_MODE_OCTAVIA));
+        let without = OpenStackClusterExtensions::peer_defaults(false);
+        assert_eq!(
+            mode(&without).as_deref(),
+            Some(LOAD_BALANCER_MODE_KEEPALIVED)
+        );
+        let ingress = without
+            .load_balancers
+            .and_then(|l| l.ingress)
+            .unwrap_or_default();
+        assert_eq!(ingress.mode, LOAD_BALANCER_MODE_KEEPALIVED);
+        assert_eq!(without.ssh.and_then(|s| s.user).as_deref(), Some("root"));
     }
 
     #[test]
