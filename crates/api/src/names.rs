@@ -108,6 +108,12 @@ pub fn ssh_auth_secret_name(cluster: &str) -> String {
     format!("{cluster}-ssh-auth")
 }
 
+/// Secret with the bastion's cloud-init user data (key `value`) when the cluster's SSH key is
+/// managed by the BA/ACP extension: `<cluster>-bastion-userdata`.
+pub fn bastion_user_data_secret_name(cluster: &str) -> String {
+    format!("{cluster}-bastion-userdata")
+}
+
 /// Nova key pair holding the generated public key (BA/ACP extension), namespaced like the other
 /// cluster resources so two clusters of the same name in different namespaces never collide.
 pub fn ssh_keypair_name(namespace: &str, cluster: &str) -> String {

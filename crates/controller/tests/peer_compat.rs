@@ -260,6 +260,13 @@ const CLUSTER_SSH: &str = "identityRef:
 managedSubnets:
 - cidr: 10.9.0.0/24
 managedSecurityGroups: {}
+bastion:
+  enabled: true
+  spec:
+    flavor: m1.small
+    image:
+      filter:
+        name: ubuntu-2404-kube-v1.34
 extensions:
   ssh:
     generateKeyPair: true
@@ -289,14 +296,20 @@ async fn a_consumer_written_ssh_auth_key_is_the_clusters_key() {
     let _c = start(&h);
     h.create_cluster("k1", CLUSTER_SSH).await;
     let o = h
-        .wait_cluster("k1", 90, "cluster ready with its key pair", |o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.ready
-                    && s.extensions
-                        .as_ref()
-                        .is_some_and(|e| e.ssh.as_ref().is_some_and(|k| k.key_pair_name.is_some()))
-            })
-        })
+        .wait_cluster(
+            "k1",
+            90,
+            "cluster ready with its key pair and bastion",
+            |o| {
+                o.status.as_ref().is_some_and(|s| {
+                    s.ready
+                        && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
+                        && s.extensions.as_ref().is_some_and(|e| {
+                            e.ssh.as_ref().is_some_and(|k| k.key_pair_name.is_some())
+                        })
+                })
+            },
+        )
         .await;
     let expected = capo_ansible::SshKeyPair::from_private_any(&pem).unwrap();
     let ours = secrets.get("k1-ssh").await.unwrap();

@@ -200,11 +200,17 @@ async fn create_bastion(
         .as_ref()
         .and_then(|e| e.ssh.as_ref())
         .and_then(|s| s.key_pair_name.clone());
+    // With the extension's key, the Ansible providers log in as root through the bastion
+    // (`extensions::ssh` writes this user data). Only new bastions get it: a bastion is
+    // recreated when the operator changes spec.bastion, never for derived inputs.
+    let user_data = ssh_key
+        .as_ref()
+        .map(|_| capo_api::names::bastion_user_data_secret_name(&scope.owner.name));
     let d = Derivation {
         cluster_identity: Some(&scope.osc.spec.identity_ref),
         cluster_tags: &scope.osc.spec.tags,
         availability_zone: b.availability_zone.as_deref(),
-        user_data_secret: None,
+        user_data_secret: user_data.as_deref(),
         cluster_network_id: scope.status.network.as_ref().map(|n| n.id.as_str()),
         default_security_group_id: scope
             .status

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 
 use capo_ansible::{SSH_AUTH_PRIVATE_KEY, SSH_PUBLIC_KEY, SshKeyPair, generate_ed25519};
 use capo_api::extensions::SshStatus;
-use capo_api::names::{ssh_auth_secret_name, ssh_keypair_name, ssh_secret_name};
+use capo_api::names::{
+    bastion_user_data_secret_name, ssh_auth_secret_name, ssh_keypair_name, ssh_secret_name,
+};
 use capo_openstack::Session;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -72,6 +74,18 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
     }
     let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
     capo_cloud::compute::ensure_keypair(s, &keypair, &public).await?;
+    let user_data = BTreeMap::from([(
+        "value".to_owned(),
+        ByteString(bastion_user_data(&public).into_bytes()),
+    )]);
+    let ud_name = bastion_user_data_secret_name(&scope.owner.name);
+    let current = api
+        .get_opt(&ud_name)
+        .await
+        .kctx(|| format!("get Secret {ud_name}"))?;
+    if current.and_then(|c| c.data) != Some(user_data.clone()) {
+        super::apply_owned_secret(scope, &api, &ud_name, user_data).await?;
+    }
     let ext = scope.status.extensions.get_or_insert_with(Default::default);
     ext.ssh = Some(SshStatus {
         key_pair_name: Some(keypair),
@@ -145,6 +159,29 @@ async fn create_secret(
     }
 }
 
+/// cloud-init for the bastion: the Ansible providers log in as `root` with the cluster's key
+/// and jump through the bastion (`ssh -J`), so root login by key and TCP forwarding are on.
+/// The key is public; the user data holds no secret.
+pub(super) fn bastion_user_data(public_key: &str) -> String {
+    format!(
+        "#cloud-config
+# Written by capo for the Ansible bootstrap and control-plane providers.
+disable_root: false
+ssh_authorized_keys:
+  - {}
+write_files:
+  - path: /etc/ssh/sshd_config.d/60-capo-ansible.conf
+    permissions: \"0644\"
+    content: |
+      PermitRootLogin prohibit-password
+      AllowTcpForwarding yes
+runcmd:
+  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
+",
+        public_key.trim()
+    )
+}
+
 /// Delete the Nova key pair and the Secret.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
@@ -158,6 +195,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
         capo_cloud::compute::delete_keypair(s, &keypair).await?;
     }
     delete_secret(scope, &ssh_auth_secret_name(&scope.owner.name)).await?;
+    delete_secret(scope, &bastion_user_data_secret_name(&scope.owner.name)).await?;
     delete_secret(scope, &ssh_secret_name(&scope.owner.name)).await
 }
 
