@@ -117,6 +117,19 @@ impl Session {
         Ok(self.token().await?.0.project_name.clone())
     }
 
+    /// The configured region, else the catalog's only region for this session's interface
+    /// (what clients would use, and what a clouds.yaml written for the nodes must name).
+    pub async fn effective_region(&self) -> Result<Option<String>> {
+        if let Some(r) = self.region() {
+            return Ok(Some(r.to_owned()));
+        }
+        let (state, _) = self.token().await?;
+        Ok(catalog::single_region(
+            &state.catalog,
+            self.inner.creds.interface(),
+        ))
+    }
+
     /// Name of the project's domain from the token, if Keystone returned one.
     pub async fn project_domain_name(&self) -> Result<Option<String>> {
         Ok(self.token().await?.0.project_domain_name.clone())

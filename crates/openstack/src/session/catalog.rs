@@ -44,6 +44,18 @@ pub(crate) fn endpoint_url(
     url::Url::parse(&url).map_err(|_| no_endpoint())
 }
 
+/// The one region the catalog's endpoints of `interface` are in, when there is exactly one
+/// (a cloud with several regions gives no answer: the region must then be configured).
+pub(crate) fn single_region(catalog: &[ServiceEndpoints], interface: &str) -> Option<String> {
+    let mut regions = catalog
+        .iter()
+        .flat_map(|s| s.endpoints.iter())
+        .filter(|e| e.interface == interface)
+        .filter_map(|e| e.region.clone());
+    let first = regions.next()?;
+    regions.all(|r| r == first).then_some(first)
+}
+
 /// The URL whose GET returns the version document: the versioned endpoint for Nova and Cinder, the
 /// service root (version segment and, for Cinder, project ID stripped) otherwise.
 pub(crate) fn discovery_url(endpoint: &url::Url, service: Service) -> url::Url {
@@ -118,6 +130,19 @@ mod tests {
                 {"id": "4", "interface": "public", "region": "R1", "url": "http://h/volume/v3/p1"}]},
         ]))
         .unwrap()
+    }
+
+    #[test]
+    fn a_region_only_when_the_catalog_has_exactly_one() {
+        assert_eq!(single_region(&catalog(), "public"), None, "R1 and R2");
+        let mut one = catalog();
+        one[0].endpoints.truncate(1);
+        assert_eq!(single_region(&one, "public").as_deref(), Some("R1"));
+        assert_eq!(
+            single_region(&one, "internal"),
+            None,
+            "no endpoint of that interface"
+        );
     }
 
     #[test]

@@ -189,7 +189,15 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         auth_url: creds.auth_url().to_owned(),
         id: ensured.credential.id.clone(),
         secret: ensured.credential.secret,
-        region: s.region().map(str::to_owned),
+        // The consumer refuses a clouds.yaml without region_name: the catalog's region when
+        // the identity names none.
+        region: s
+            .effective_region()
+            .await
+            .map_err(|source| crate::error::Error::OpenStack {
+                op: "read the catalog".to_owned(),
+                source,
+            })?,
         interface: creds.interface().to_owned(),
         insecure: creds.entry.verify == Some(false),
     };

@@ -128,7 +128,10 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         cinder: endpoints.cinder.clone(),
         project: project_name,
         project_domain,
-        region: s.region().map(str::to_owned),
+        region: s
+            .effective_region()
+            .await
+            .map_err(os_err("read the catalog"))?,
         app_credential,
     });
     ext.endpoints = Some(endpoints);
