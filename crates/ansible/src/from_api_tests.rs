@@ -81,8 +81,8 @@ fn every_value_comes_from_the_documented_path() {
     assert!(facts.ingress_requested);
     assert_eq!(facts.ingress_vip.as_deref(), Some("10.6.0.6"));
     assert_eq!(facts.openstack.mgmt.as_deref(), Some("cloud.example"));
-    assert_eq!(facts.openstack.keystone.as_deref(), Some("k.example"));
-    assert_eq!(facts.openstack.cinder.as_deref(), Some("c.example"));
+    assert_eq!(facts.openstack.hosts.keystone.as_deref(), Some("k.example"));
+    assert_eq!(facts.openstack.hosts.cinder.as_deref(), Some("c.example"));
     assert_eq!(facts.openstack.region.as_deref(), Some("RegionOne"));
     assert_eq!(facts.ntp_server.as_deref(), Some("10.6.0.2"), "status wins");
     assert_eq!(facts.management_vip.as_deref(), Some("203.0.113.5"));

@@ -1,7 +1,9 @@
 //! Facts shared by the unit tests: every variable known, 3 control planes, 2 workers, bastion.
 
 use crate::{BastionFacts, ClusterFacts, HostFacts, Role};
-use capo_api::extensions::{OpenStackEndpoints, ReservedResources, reserved_for_flavor};
+use capo_api::extensions::{
+    OpenStackEndpoints, ReservedResources, ServiceEndpoints, reserved_for_flavor,
+};
 
 pub(crate) fn host(name: &str, role: Role, private: &str) -> HostFacts {
     HostFacts {
@@ -33,10 +35,12 @@ pub(crate) fn full() -> ClusterFacts {
         ingress_vip: Some("10.6.0.6".into()),
         openstack: OpenStackEndpoints {
             mgmt: Some("cloud.example.com".into()),
-            keystone: Some("keystone.example.com".into()),
-            nova: Some("nova.example.com".into()),
-            neutron: Some("neutron.example.com".into()),
-            cinder: Some("cinder.example.com".into()),
+            hosts: ServiceEndpoints {
+                keystone: Some("keystone.example.com".into()),
+                nova: Some("nova.example.com".into()),
+                neutron: Some("neutron.example.com".into()),
+                cinder: Some("cinder.example.com".into()),
+            },
             project: Some("demo-project".into()),
             project_domain: Some("Default".into()),
             region: Some("RegionOne".into()),

@@ -157,10 +157,10 @@ pub fn render_vars(facts: &ClusterFacts) -> Result<String> {
         ingress_virtual_vip: ingress,
         harbor_addr: ingress,
         cloud_master_vip: os.mgmt.as_deref(),
-        openstack_auth_domain: os.keystone.as_deref(),
-        openstack_cinder_domain: os.cinder.as_deref(),
-        openstack_nova_domain: os.nova.as_deref(),
-        openstack_neutron_domain: os.neutron.as_deref(),
+        openstack_auth_domain: os.hosts.keystone.as_deref(),
+        openstack_cinder_domain: os.hosts.cinder.as_deref(),
+        openstack_nova_domain: os.hosts.nova.as_deref(),
+        openstack_neutron_domain: os.hosts.neutron.as_deref(),
         openstack_project_name: os.project.as_deref(),
         openstack_project_domain_name: os.project_domain.as_deref(),
         openstack_region_name: os.region.as_deref(),
@@ -279,19 +279,19 @@ fn cloud_gaps(facts: &ClusterFacts) -> Vec<Gap> {
         ),
         (
             "openstack_auth_domain",
-            missing(&os.keystone, || catalog("identity")),
+            missing(&os.hosts.keystone, || catalog("identity")),
         ),
         (
             "openstack_cinder_domain",
-            missing(&os.cinder, || catalog("block-storage")),
+            missing(&os.hosts.cinder, || catalog("block-storage")),
         ),
         (
             "openstack_nova_domain",
-            missing(&os.nova, || catalog("compute")),
+            missing(&os.hosts.nova, || catalog("compute")),
         ),
         (
             "openstack_neutron_domain",
-            missing(&os.neutron, || catalog("network")),
+            missing(&os.hosts.neutron, || catalog("network")),
         ),
         (
             "openstack_project_name",

@@ -269,7 +269,7 @@ fn rendered_and_unresolved_partition_the_expected_variables() {
     half.cilium_project_id = None;
     half.cilium_security_group_ids = None;
     half.ingress_vip = None;
-    half.openstack.nova = None;
+    half.openstack.hosts.nova = None;
     half.openstack.region = None;
     half.ntp_server = None;
     let mut empty = ClusterFacts::new();

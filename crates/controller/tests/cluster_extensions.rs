@@ -169,8 +169,8 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     assert_eq!(cilium.security_group_ids.len(), 2);
     assert_eq!(cilium.webhook_enable, Some(true));
     let os = ext.open_stack.clone().unwrap();
-    assert_eq!(os.keystone.as_deref(), Some("127.0.0.1"));
-    assert_eq!(os.nova.as_deref(), Some("127.0.0.1"));
+    assert_eq!(os.hosts.keystone.as_deref(), Some("127.0.0.1"));
+    assert_eq!(os.hosts.nova.as_deref(), Some("127.0.0.1"));
     assert_eq!(os.project.as_deref(), Some(h.cloud.project_name().as_str()));
     assert_eq!(os.region.as_deref(), Some("RegionOne"));
     let platform = ext.platform.clone().unwrap();

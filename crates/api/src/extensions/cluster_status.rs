@@ -118,18 +118,10 @@ pub struct OpenStackEndpoints {
     /// Host of the cloud's API endpoint; feeds `cloud_master_vip`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mgmt: Option<String>,
-    /// Keystone endpoint host; feeds `openstack_auth_domain`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keystone: Option<String>,
-    /// Nova endpoint host; feeds `nova`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nova: Option<String>,
-    /// Neutron endpoint host; feeds `neutron`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub neutron: Option<String>,
-    /// Cinder endpoint host; feeds `cinder`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cinder: Option<String>,
+    /// The service endpoint hosts (`keystone`, `nova`, `neutron`, `cinder`), the same value as
+    /// `status.extensions.endpoints`.
+    #[serde(flatten)]
+    pub hosts: ServiceEndpoints,
     /// Project name; feeds `openstack_project_name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,

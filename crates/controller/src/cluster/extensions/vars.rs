@@ -122,10 +122,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .and_then(|o| o.app_credential.clone());
     ext.open_stack = Some(OpenStackEndpoints {
         mgmt: hosts.get("auth").cloned(),
-        keystone: endpoints.keystone.clone(),
-        nova: endpoints.nova.clone(),
-        neutron: endpoints.neutron.clone(),
-        cinder: endpoints.cinder.clone(),
+        hosts: endpoints.clone(),
         project: project_name,
         project_domain,
         region: s
