@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (README, line 2): installs what the tests need on a fresh machine
-# (pinned kube-apiserver/etcd/kubectl built from the Go module proxy, a Python virtualenv with the
-# official OpenStack clients and ansible-core, the real OpenStack services from PyPI), then runs
-# every tier in one pass:
-#   1. formatting and lints, 2. all Rust tests (unit, capo-sim, client layer, real kube-apiserver),
+# (pinned kube-apiserver/etcd/kubectl built from the Go module proxy, the Ansible bootstrap provider
+# built from ../shared/partners, a Python virtualenv with the official OpenStack clients and
+# ansible-core, the real OpenStack services from PyPI), then runs every tier in one pass:
+#   1. formatting and lints, 2. all Rust tests (unit, capo-sim, client layer, real kube-apiserver,
+#      the real Ansible bootstrap provider reading capo's objects),
 #   3. simulator conformance with openstacksdk and python-openstackclient, and upstream CAPO v0.14.7
 #      (built from the Go module proxy) creating and deleting a cluster on capo-sim,
 #   4. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), and
