@@ -108,6 +108,12 @@ pub fn ssh_auth_secret_name(cluster: &str) -> String {
     format!("{cluster}-ssh-auth")
 }
 
+/// Secret with the cluster's application credential as a `clouds.yaml` (BA/ACP extension):
+/// `<cluster>-app-credential`.
+pub fn app_credential_secret_name(cluster: &str) -> String {
+    format!("{cluster}-app-credential")
+}
+
 /// Secret with the bastion's cloud-init user data (key `value`) when the cluster's SSH key is
 /// managed by the BA/ACP extension: `<cluster>-bastion-userdata`.
 pub fn bastion_user_data_secret_name(cluster: &str) -> String {

@@ -24,18 +24,20 @@ pub fn driven_by_ansible(cluster: Option<&Cluster>) -> bool {
 
 /// `osc` with the peer's extension defaults when the Ansible providers drive `cluster` and the
 /// spec has no `extensions`; `osc` itself otherwise.
-pub fn with_defaults(osc: OpenStackCluster, cluster: Option<&Cluster>) -> OpenStackCluster {
-    if osc.spec.extensions.is_some() || !driven_by_ansible(cluster) {
-        return osc;
+pub fn with_defaults(mut osc: OpenStackCluster, cluster: Option<&Cluster>) -> OpenStackCluster {
+    if needs_defaults(&osc, cluster) {
+        let lb = osc
+            .spec
+            .api_server_load_balancer
+            .as_ref()
+            .is_some_and(|l| l.enabled);
+        osc.spec.extensions = Some(OpenStackClusterExtensions::peer_defaults(lb));
     }
-    let lb = osc
-        .spec
-        .api_server_load_balancer
-        .as_ref()
-        .is_some_and(|l| l.enabled);
-    let mut o = osc;
-    o.spec.extensions = Some(OpenStackClusterExtensions::peer_defaults(lb));
-    o
+    osc
+}
+
+fn needs_defaults(osc: &OpenStackCluster, cluster: Option<&Cluster>) -> bool {
+    osc.spec.extensions.is_none() && driven_by_ansible(cluster)
 }
 
 /// [`with_defaults`] for the shared object a reconcile receives (cloned only when it changes).
@@ -43,10 +45,11 @@ pub fn with_defaults_arc(
     osc: Arc<OpenStackCluster>,
     cluster: Option<&Cluster>,
 ) -> Arc<OpenStackCluster> {
-    if osc.spec.extensions.is_some() || !driven_by_ansible(cluster) {
-        return osc;
+    if needs_defaults(&osc, cluster) {
+        Arc::new(with_defaults((*osc).clone(), cluster))
+    } else {
+        osc
     }
-    Arc::new(with_defaults((*osc).clone(), cluster))
 }
 
 #[cfg(test)]

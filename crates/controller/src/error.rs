@@ -51,6 +51,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// `map_err` adapter wrapping a client-layer error with what was being done.
+    pub fn openstack(op: impl Into<String>) -> impl FnOnce(capo_openstack::Error) -> Error {
+        let op = op.into();
+        move |source| Error::OpenStack { op, source }
+    }
+
     /// Wrap a kube error with what was being done.
     pub fn kube(op: impl Into<String>, source: kube::Error) -> Self {
         Error::Kube {

@@ -28,10 +28,17 @@ use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, OpenStackClusterExtens
 use capo_api::v1beta1::OpenStackCluster;
 use capo_cloud::loadbalancer::Progress;
 use capo_openstack::Session;
-use kube::ResourceExt;
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
 
 use super::scope::Scope;
-use crate::error::{KubeContext, Result};
+use crate::context::FIELD_MANAGER;
+use crate::error::{Error, KubeContext, Result};
 
 /// Condition reporting the extension's variables.
 pub const EXTENSIONS_READY: &str = "ExtensionsReady";
@@ -64,7 +71,7 @@ pub(super) fn cluster_name(osc: &OpenStackCluster) -> String {
 }
 
 /// Labels of the Secrets this extension writes: the cluster's name and clusterctl move.
-pub(super) fn secret_labels(osc: &OpenStackCluster) -> std::collections::BTreeMap<String, String> {
+pub(super) fn secret_labels(osc: &OpenStackCluster) -> BTreeMap<String, String> {
     [
         (CLUSTER_NAME_LABEL.to_owned(), cluster_name(osc)),
         (CLUSTERCTL_MOVE_LABEL.to_owned(), String::new()),
@@ -78,14 +85,12 @@ pub(super) fn secret_labels(osc: &OpenStackCluster) -> std::collections::BTreeMa
 /// name the type only, never a value.
 pub(super) async fn apply_owned_secret(
     scope: &Scope<'_>,
-    api: &kube::Api<k8s_openapi::api::core::v1::Secret>,
+    api: &Api<Secret>,
     name: &str,
-    data: std::collections::BTreeMap<String, k8s_openapi::ByteString>,
+    data: BTreeMap<String, ByteString>,
 ) -> Result<()> {
-    use kube::Resource;
-    use kube::api::{Patch, PatchParams};
-    let secret = k8s_openapi::api::core::v1::Secret {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    let secret = Secret {
+        metadata: ObjectMeta {
             name: Some(name.to_owned()),
             namespace: Some(scope.owner.namespace.clone()),
             labels: Some(secret_labels(scope.osc)),
@@ -96,16 +101,15 @@ pub(super) async fn apply_owned_secret(
         data: Some(data),
         ..Default::default()
     };
-    let mut body =
-        serde_json::to_value(&secret).map_err(|source| crate::error::Error::Serialize {
-            what: "Secret",
-            source,
-        })?;
+    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
+        what: "Secret",
+        source,
+    })?;
     body["apiVersion"] = "v1".into();
     body["kind"] = "Secret".into();
     api.patch(
         name,
-        &PatchParams::apply(crate::context::FIELD_MANAGER).force(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
         &Patch::Apply(body),
     )
     .await

@@ -117,10 +117,6 @@ fn api_mode(osc: &OpenStackCluster) -> Mode {
     }
 }
 
-fn api_err(op: String) -> impl FnOnce(capo_openstack::Error) -> Error {
-    move |source| Error::OpenStack { op, source }
-}
-
 /// Ensure API traffic reaches the machine whose first port is `port_id`.
 pub(super) async fn ensure(
     s: &Session,
@@ -132,7 +128,7 @@ pub(super) async fn ensure(
         Mode::LoadBalancer { lb_id, ports } => {
             let port: Port = net::get(s, PORT, port_id)
                 .await
-                .map_err(api_err(format!("get port {port_id}")))?;
+                .map_err(Error::openstack(format!("get port {port_id}")))?;
             let Some(address) = port.fixed_ips.iter().find_map(|f| f.ip_address.clone()) else {
                 return Ok(Progress::NotReady(format!(
                     "port {port_id} has no address yet"
@@ -202,14 +198,17 @@ async fn find_fip(s: &Session, address: &str) -> Result<Option<FloatingIp>> {
     let f = ListFilter::default().with("floating_ip_address", address);
     let found: Vec<FloatingIp> = net::list(s, FLOATING_IP, &f)
         .await
-        .map_err(api_err(format!("list floating IPs {address}")))?;
+        .map_err(Error::openstack(format!("list floating IPs {address}")))?;
     Ok(found.into_iter().next())
 }
 
 async fn set_fip_port(s: &Session, fip_id: &str, port_id: Option<&str>) -> Result<()> {
     let req = net::set_floating_ip_port_request(fip_id, port_id, None);
-    let _: FloatingIp = s.fetch(&req, "floatingip").await.map_err(api_err(format!(
-        "set port of floating IP {fip_id} to {port_id:?}"
-    )))?;
+    let _: FloatingIp = s
+        .fetch(&req, "floatingip")
+        .await
+        .map_err(Error::openstack(format!(
+            "set port of floating IP {fip_id} to {port_id:?}"
+        )))?;
     Ok(())
 }

@@ -89,13 +89,9 @@ pub(super) async fn ensure(
 /// Put the floating IP `address` on `port_id`; false when no such floating IP exists.
 async fn associate(s: &Session, address: &str, port_id: &str) -> Result<bool> {
     let f = ListFilter::default().with("floating_ip_address", address);
-    let found: Vec<FloatingIp> =
-        net::list(s, FLOATING_IP, &f)
-            .await
-            .map_err(|source| Error::OpenStack {
-                op: format!("list floating IPs {address}"),
-                source,
-            })?;
+    let found: Vec<FloatingIp> = net::list(s, FLOATING_IP, &f)
+        .await
+        .map_err(Error::openstack(format!("list floating IPs {address}")))?;
     let Some(fip) = found.into_iter().next() else {
         return Ok(false);
     };
@@ -104,10 +100,9 @@ async fn associate(s: &Session, address: &str, port_id: &str) -> Result<bool> {
         let _: FloatingIp =
             s.fetch(&req, "floatingip")
                 .await
-                .map_err(|source| Error::OpenStack {
-                    op: format!("associate floating IP {address} with port {port_id}"),
-                    source,
-                })?;
+                .map_err(Error::openstack(format!(
+                    "associate floating IP {address} with port {port_id}"
+                )))?;
     }
     Ok(true)
 }

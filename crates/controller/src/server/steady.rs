@@ -46,9 +46,6 @@ pub(super) async fn is_steady(
             ctx.forget_converged(key);
             Ok(false)
         }
-        Err(e) => Err(Error::OpenStack {
-            op: format!("get server {instance_id}"),
-            source: e,
-        }),
+        Err(e) => Err(Error::openstack(format!("get server {instance_id}"))(e)),
     }
 }

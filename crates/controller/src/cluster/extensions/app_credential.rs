@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use capo_api::extensions::AppCredentialStatus;
+use capo_api::names::app_credential_secret_name;
 use capo_cloud::identity::{self, Held};
 use capo_openstack::Session;
 use capo_openstack::credentials::{AuthMethod, CACERT_KEY, CLOUDS_YAML_KEY, Credentials, Secret};
@@ -33,11 +34,6 @@ use crate::error::{KubeContext, Result};
 
 /// Reason of `ExtensionsReady` when Keystone refused the application credential.
 pub const APP_CREDENTIAL_FORBIDDEN: &str = "AppCredentialForbidden";
-
-/// Name of the Secret holding the credential: `<cluster>-app-credential`.
-pub fn secret_name(cluster: &str) -> String {
-    format!("{cluster}-app-credential")
-}
 
 /// Cloud entry name the bootstrap provider looks up: `<namespace>-<Cluster name>`.
 pub fn cloud_name(namespace: &str, cluster: &str) -> String {
@@ -149,7 +145,7 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         }
         return Ok(());
     }
-    let name = secret_name(&scope.owner.name);
+    let name = app_credential_secret_name(&scope.owner.name);
     let cloud = cloud_name(&scope.owner.namespace, &cluster_name(scope.osc));
     let api: Api<KubeSecret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let current = api
@@ -194,10 +190,7 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         region: s
             .effective_region()
             .await
-            .map_err(|source| crate::error::Error::OpenStack {
-                op: "read the catalog".to_owned(),
-                source,
-            })?,
+            .map_err(crate::error::Error::openstack("read the catalog"))?,
         interface: creds.interface().to_owned(),
         insecure: creds.entry.verify == Some(false),
     };
@@ -289,7 +282,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
             Err(e) => return Err(e.into()),
         }
     }
-    super::ssh::delete_secret(scope, &secret_name(&scope.owner.name)).await?;
+    super::ssh::delete_secret(scope, &app_credential_secret_name(&scope.owner.name)).await?;
     set_recorded(scope, None);
     Ok(())
 }
@@ -378,7 +371,7 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(secret_name("c1"), "c1-app-credential");
+        assert_eq!(app_credential_secret_name("c1"), "c1-app-credential");
         assert_eq!(cloud_name("ns1", "c1"), "ns1-c1");
     }
 }

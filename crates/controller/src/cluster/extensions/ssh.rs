@@ -55,8 +55,7 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
     let public = match (&ours, &theirs) {
         (Some(existing), _) => public_key_of(existing, &name)?,
         (None, Some(consumers)) => {
-            let pair = SshKeyPair::from_private_any(&private_key_of(consumers, &auth_name)?)
-                .map_err(|e| Error::InvalidSpec(format!("Secret {auth_name}: {e}")))?;
+            let pair = key_pair_of(consumers, &auth_name)?;
             create_secret(scope, &api, &name, &pair).await?
         }
         (None, None) => {
@@ -67,10 +66,10 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
         }
     };
     if theirs.is_none() {
+        // Read back, not the pair generated above: after a lost create race the stored key
+        // is the other reconcile's.
         let source = api.get(&name).await.kctx(|| format!("get Secret {name}"))?;
-        let pair = SshKeyPair::from_private_any(&private_key_of(&source, &name)?)
-            .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))?;
-        create_secret(scope, &api, &auth_name, &pair).await?;
+        create_secret(scope, &api, &auth_name, &key_pair_of(&source, &name)?).await?;
     }
     let keypair = ssh_keypair_name(&scope.owner.namespace, &scope.owner.name);
     capo_cloud::compute::ensure_keypair(s, &keypair, &public).await?;
@@ -102,20 +101,23 @@ fn public_key_of(secret: &Secret, name: &str) -> Result<String> {
         });
     }
     // A Secret someone else wrote with only the private key: derive the public key.
-    let pair = SshKeyPair::from_private_any(&private_key_of(secret, name)?)
-        .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))?;
-    Ok(pair.public_openssh)
+    Ok(key_pair_of(secret, name)?.public_openssh)
 }
 
-/// The private key text of an ssh-auth Secret (zeroed when dropped).
-fn private_key_of(secret: &Secret, name: &str) -> Result<zeroize::Zeroizing<String>> {
-    secret
+/// The key pair of an ssh-auth Secret's private key (OpenSSH or PKCS#1 RSA); the text read
+/// is zeroed when dropped, and errors never quote it.
+fn key_pair_of(secret: &Secret, name: &str) -> Result<SshKeyPair> {
+    let private = secret
         .data
         .as_ref()
         .and_then(|d| d.get(SSH_AUTH_PRIVATE_KEY))
         .and_then(|p| String::from_utf8(p.0.clone()).ok())
         .map(zeroize::Zeroizing::new)
-        .ok_or_else(|| Error::InvalidSpec(format!("Secret {name} has no {SSH_AUTH_PRIVATE_KEY}")))
+        .ok_or_else(|| {
+            Error::InvalidSpec(format!("Secret {name} has no {SSH_AUTH_PRIVATE_KEY}"))
+        })?;
+    SshKeyPair::from_private_any(&private)
+        .map_err(|e| Error::InvalidSpec(format!("Secret {name}: {e}")))
 }
 
 /// Create the ssh-auth Secret `name` holding `pair`; returns the public key of what is stored

@@ -12,13 +12,6 @@ use super::super::scope::Scope;
 use super::{keepalived_control_plane, spec};
 use crate::error::{Error, Result};
 
-fn os_err(op: &str) -> impl FnOnce(capo_openstack::Error) -> Error + '_ {
-    move |source| Error::OpenStack {
-        op: op.to_owned(),
-        source,
-    }
-}
-
 /// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).
 pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     let Some(ext_spec) = spec(scope.osc).cloned() else {
@@ -27,22 +20,22 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
     let project_id = s
         .project_id()
         .await
-        .map_err(os_err("read the token's project"))?;
+        .map_err(Error::openstack("read the token's project"))?;
     let project_name = s
         .project_name()
         .await
-        .map_err(os_err("read the token's project"))?;
+        .map_err(Error::openstack("read the token's project"))?;
     let hosts = s
         .endpoint_hosts()
         .await
-        .map_err(os_err("read the catalog"))?;
+        .map_err(Error::openstack("read the catalog"))?;
     // The token names the project's domain whatever authenticated it (an application
     // credential's clouds.yaml names none); clouds.yaml is the fallback for a token without it.
     let creds = s.credentials();
     let project_domain = s
         .project_domain_name()
         .await
-        .map_err(os_err("read the token's project"))?
+        .map_err(Error::openstack("read the token's project"))?
         .or_else(|| creds.entry.auth.project_domain_name.clone())
         .or_else(|| creds.entry.auth.project_domain_id.clone())
         .or_else(|| creds.entry.auth.user_domain_name.clone());
@@ -128,7 +121,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         region: s
             .effective_region()
             .await
-            .map_err(os_err("read the catalog"))?,
+            .map_err(Error::openstack("read the catalog"))?,
         app_credential,
     });
     ext.endpoints = Some(endpoints);
