@@ -1,12 +1,13 @@
 //! Throw-away credentials for one environment: a CA, the API server's serving certificate,
-//! the service-account signing key and an admin bearer token.
+//! the service-account signing key and an admin bearer token; and the webhook serving
+//! certificates of the Cluster API managers ([`ServingCerts`]).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, KeyUsagePurpose,
-    SanType,
+    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 
 use crate::error::{Error, Result};
@@ -41,20 +42,8 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// Generates everything and writes the files into `dir`.
     pub fn generate(dir: &Path) -> Result<Self> {
-        let ca_key = KeyPair::generate()?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params.distinguished_name = name("capo-testkit-ca");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = ca_params.self_signed(&ca_key)?;
-
-        let serving_key = KeyPair::generate()?;
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
-        params.distinguished_name = name("kube-apiserver");
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        let serving = params.signed_by(&serving_key, &ca, &ca_key)?;
+        let (ca, ca_key) = new_ca("capo-testkit-ca")?;
+        let (serving, serving_key) = loopback_serving(&ca, &ca_key, "kube-apiserver")?;
 
         let sa_key = KeyPair::generate()?;
         let token = random_token();
@@ -83,6 +72,61 @@ impl Credentials {
     pub fn token(&self) -> &str {
         &self.token
     }
+}
+
+/// A self-signed CA and a serving certificate it signed for `localhost` and `127.0.0.1`, written
+/// into one directory under the file names controller-runtime's webhook server reads by default.
+#[derive(Debug, Clone)]
+pub struct ServingCerts {
+    /// The directory holding `tls.crt`, `tls.key` and `ca.crt`.
+    pub dir: PathBuf,
+    /// The CA certificate (PEM), i.e. the `caBundle` clients need.
+    pub ca_pem: String,
+}
+
+impl ServingCerts {
+    /// Generates the CA and the serving certificate and writes them into `dir` (created if
+    /// missing).
+    pub fn generate(dir: &Path, common_name: &str) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+        let (ca, ca_key) = new_ca(&format!("{common_name}-ca"))?;
+        let (serving, serving_key) = loopback_serving(&ca, &ca_key, common_name)?;
+        let certs = Self {
+            dir: dir.to_path_buf(),
+            ca_pem: ca.pem(),
+        };
+        write(&dir.join("ca.crt"), &certs.ca_pem)?;
+        write(&dir.join("tls.crt"), &serving.pem())?;
+        write(&dir.join("tls.key"), &serving_key.serialize_pem())?;
+        Ok(certs)
+    }
+}
+
+/// A self-signed CA certificate and its key.
+fn new_ca(common_name: &str) -> Result<(Certificate, KeyPair)> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = name(common_name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let cert = params.self_signed(&key)?;
+    Ok((cert, key))
+}
+
+/// A serving certificate for `localhost` and `127.0.0.1` signed by `ca`, and its key.
+fn loopback_serving(
+    ca: &Certificate,
+    ca_key: &KeyPair,
+    common_name: &str,
+) -> Result<(Certificate, KeyPair)> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
+    params.distinguished_name = name(common_name);
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    let cert = params.signed_by(&key, ca, ca_key)?;
+    Ok((cert, key))
 }
 
 fn name(common_name: &str) -> DistinguishedName {

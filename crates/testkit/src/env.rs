@@ -7,6 +7,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::{Client, Config};
 
+use crate::capi::setup::Endpoints;
+use crate::capi::{CapiDir, Provider};
 use crate::certs::Credentials;
 use crate::crds;
 use crate::error::{Error, Result};
@@ -16,6 +18,22 @@ use crate::process::{Server, Watchdog, free_port, log_tail};
 
 /// Environment variable that keeps the temporary directory (logs, etcd data) after the run.
 pub const KEEP_DIR_VAR: &str = "CAPO_TEST_KEEP_DIR";
+
+/// How to start a [`TestEnv`]; the default is what [`TestEnv::start`] does.
+#[derive(Debug, Clone, Default)]
+pub struct TestEnvOptions {
+    cluster_api: Option<CapiDir>,
+}
+
+impl TestEnvOptions {
+    /// Installs the Cluster API CRDs of this build instead of the test-env directory's (capo's
+    /// own CRDs and the ORC CRD stay), converting through the managers that
+    /// [`ClusterApi::start`](crate::capi::ClusterApi::start) runs later: see [`crate::capi`].
+    pub fn cluster_api(mut self, dir: CapiDir) -> Self {
+        self.cluster_api = Some(dir);
+        self
+    }
+}
 
 /// A real Kubernetes API server backed by its own etcd, on random 127.0.0.1 ports.
 ///
@@ -29,6 +47,10 @@ pub struct TestEnv {
     crds: Vec<String>,
     etcd_log: PathBuf,
     apiserver_log: PathBuf,
+    /// The process group of the servers, which the watchdog kills.
+    group: u32,
+    /// Set when started with a Cluster API build.
+    capi: Option<Endpoints>,
     // Declared last so it fires after the fields above are no longer needed.
     _watchdog: Watchdog,
 }
@@ -40,10 +62,16 @@ impl TestEnv {
     /// Ports are picked free and then handed to the servers, so another process may grab one
     /// in between; a start whose server does not come up is therefore retried twice.
     pub async fn start() -> Result<Self> {
+        Self::start_with(TestEnvOptions::default()).await
+    }
+
+    /// Like [`TestEnv::start`], with options (for example the Cluster API CRDs of a build,
+    /// [`TestEnvOptions::cluster_api`]).
+    pub async fn start_with(options: TestEnvOptions) -> Result<Self> {
         let env_dir = EnvDir::locate()?;
         let mut attempt = 1;
         loop {
-            match Self::start_in(&env_dir).await {
+            match Self::start_in(&env_dir, &options).await {
                 Err(err @ Error::NotReady { .. }) if attempt < 3 => {
                     eprintln!("capo-testkit: start attempt {attempt} failed, retrying: {err}");
                     attempt += 1;
@@ -53,7 +81,7 @@ impl TestEnv {
         }
     }
 
-    async fn start_in(env_dir: &EnvDir) -> Result<Self> {
+    async fn start_in(env_dir: &EnvDir, options: &TestEnvOptions) -> Result<Self> {
         let started = Instant::now();
         let tmp = tempfile::Builder::new()
             .prefix("capo-testenv-")
@@ -93,9 +121,21 @@ impl TestEnv {
         let client = Client::try_from(config.clone()).map_err(|e| Error::Client(e.to_string()))?;
         wait_ready(&mut apiserver, &client).await?;
 
-        let installed = install_crds(&client, env_dir).await?;
+        let capi = match &options.cluster_api {
+            Some(capi_dir) => Some(Endpoints::prepare(&dir, capi_dir.clone())?),
+            None => None,
+        };
+        let installed = install_crds(&client, env_dir, capi.as_ref()).await?;
+        let with_capi = match &capi {
+            Some(capi) => format!(
+                " (Cluster API {} from {})",
+                capi.dir.version()?,
+                capi.dir.root.display()
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "capo-testkit: kube-apiserver on https://127.0.0.1:{api_port} ready with {} CRDs in {:.1} s (logs in {})",
+            "capo-testkit: kube-apiserver on https://127.0.0.1:{api_port} ready with {} CRDs{with_capi} in {:.1} s (logs in {})",
             installed.len(),
             started.elapsed().as_secs_f64(),
             dir.display()
@@ -107,6 +147,8 @@ impl TestEnv {
             kubeconfig,
             config,
             crds: installed,
+            group,
+            capi,
             _watchdog: watchdog,
         })
     }
@@ -139,6 +181,21 @@ impl TestEnv {
     /// The temporary directory holding logs, certificates and etcd data.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The Cluster API build whose CRDs this environment installed, if started with one.
+    pub fn cluster_api_dir(&self) -> Option<&CapiDir> {
+        self.capi.as_ref().map(|c| &c.dir)
+    }
+
+    /// What the Cluster API managers need from this environment (ports, certificate).
+    pub(crate) fn capi_endpoints(&self) -> Option<&Endpoints> {
+        self.capi.as_ref()
+    }
+
+    /// The process group of the servers; children spawned into it end with the environment.
+    pub(crate) fn process_group(&self) -> u32 {
+        self.group
     }
 
     /// Creates a fresh namespace `<prefix>-<random>` and returns its name.
@@ -178,18 +235,35 @@ impl TestEnv {
     }
 }
 
-/// Installs our CRDs and the Cluster API and ORC ones; returns their names.
-async fn install_crds(client: &Client, env_dir: &EnvDir) -> Result<Vec<String>> {
+/// Installs our CRDs and the Cluster API and ORC ones; returns their names. With a Cluster API
+/// build, its CRDs replace the test-env directory's Cluster API CRDs.
+async fn install_crds(
+    client: &Client,
+    env_dir: &EnvDir,
+    capi: Option<&Endpoints>,
+) -> Result<Vec<String>> {
     let ours = paths::our_crd_dir();
-    let mut files = crds::yaml_files(&ours)?;
+    let files = crds::yaml_files(&ours)?;
     if files.is_empty() {
         eprintln!(
             "capo-testkit: WARNING: no CRDs in {}; only the Cluster API and ORC CRDs are installed",
             ours.display()
         );
     }
-    files.extend(crds::yaml_files(&env_dir.crds())?);
-    crds::install(client, &crds::load(&files)?).await
+    let mut all = crds::load(&files)?;
+    let env_crds = crds::load(&crds::yaml_files(&env_dir.crds())?)?;
+    match capi {
+        None => all.extend(env_crds),
+        Some(capi) => {
+            all.extend(
+                env_crds
+                    .into_iter()
+                    .filter(|crd| Provider::for_group(&crd.spec.group).is_none()),
+            );
+            all.extend(capi.crds()?);
+        }
+    }
+    crds::install(client, &all).await
 }
 
 /// Prints the server logs when dropped during a panic (see [`TestEnv::logs_on_failure`]).

@@ -63,6 +63,10 @@ pub enum Error {
         /// The API server's message (for a rejected object: its validation message).
         message: String,
     },
+    /// The test kit was used in a way it does not support (for example Cluster API managers on
+    /// an environment started without their CRDs).
+    #[error("{0}")]
+    Usage(String),
     /// A CRD was not Established in time.
     #[error("CRD {name} was not Established within {seconds} s")]
     NotEstablished {

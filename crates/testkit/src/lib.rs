@@ -6,6 +6,9 @@
 //! shares one environment ([`shared_env`]); each test takes its own namespace
 //! ([`TestEnv::new_namespace`]).
 //!
+//! For end-to-end tests, [`capi`] runs the real Cluster API managers (core, kubeadm bootstrap,
+//! kubeadm control plane) against an environment started with their CRDs.
+//!
 //! ```no_run
 //! # async fn demo() -> capo_testkit::Result<()> {
 //! let env = capo_testkit::shared_env().await?;
@@ -16,6 +19,7 @@
 //! ```
 
 mod apply;
+pub mod capi;
 mod certs;
 mod crds;
 mod env;
@@ -28,7 +32,7 @@ mod template;
 
 pub use apply::{Rejected, apply_yaml, parse_objects};
 pub use crds::is_established;
-pub use env::{FailureLogs, KEEP_DIR_VAR, TestEnv};
+pub use env::{FailureLogs, KEEP_DIR_VAR, TestEnv, TestEnvOptions};
 pub use error::{Error, Result, server_message};
 pub use template::envsubst;
 

@@ -1,9 +1,10 @@
-//! Child processes (etcd, kube-apiserver) and the watchdog that ends them.
+//! Child processes (etcd, kube-apiserver, and the Cluster API managers of [`crate::capi`]) and
+//! the watchdog that ends them.
 //!
-//! Both servers run in one process group. A small `sh` watchdog reads a pipe whose only
-//! writer is the test process: when the test process goes away for any reason (normal exit,
-//! panic, SIGKILL), the pipe closes and the watchdog kills the group and removes the
-//! temporary directory. This matters because a shared environment lives in a `static`,
+//! All servers of one environment run in one process group. A small `sh` watchdog reads a pipe
+//! whose only writer is the test process: when the test process goes away for any reason
+//! (normal exit, panic, SIGKILL), the pipe closes and the watchdog kills the group and removes
+//! the temporary directory. This matters because a shared environment lives in a `static`,
 //! which Rust never drops.
 
 use std::fs::File;
@@ -23,6 +24,49 @@ pub fn free_port() -> Result<u16> {
         .local_addr()
         .map_err(Error::io("reading a bound port"))?;
     Ok(addr.port())
+}
+
+/// The lowest port the kernel may hand out as the source port of an outgoing connection (the
+/// low end of `net.ipv4.ip_local_port_range`; 32768, the kernel default, if unreadable).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768)
+}
+
+/// Ports handed out by [`stable_port`] in this process, never handed out twice.
+static STABLE_PORTS: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A free TCP port below the kernel's ephemeral range, free on all interfaces when picked.
+///
+/// Unlike [`free_port`]'s, such a port stays free while nobody listens on it: the kernel never
+/// uses it as the source port of an outgoing connection (the API server opens many to etcd and
+/// to webhooks). Use it for a port that is named long before its server starts, or for a
+/// server that binds all interfaces. No port is returned twice in one process.
+pub fn stable_port() -> Result<u16> {
+    const LOW: u16 = 10_000;
+    let high = ephemeral_low().max(LOW + 1_000);
+    let mut taken = STABLE_PORTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for _ in 0..200 {
+        let port = rand::random_range(LOW..high);
+        if taken.contains(&port) {
+            continue;
+        }
+        let free = TcpListener::bind(("0.0.0.0", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if free {
+            taken.insert(port);
+            return Ok(port);
+        }
+    }
+    Err(Error::Io {
+        context: format!("finding a free port in {LOW}..{high}"),
+        source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+    })
 }
 
 /// A running server with its log file.
@@ -72,6 +116,14 @@ impl Server {
             Ok(None) => None,
             Err(err) => Some(err.to_string()),
         }
+    }
+
+    /// Kills the process (SIGKILL) and waits for it; a no-op once it has been reaped.
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
     }
 
     /// An error for "did not become ready" carrying the log tail.
