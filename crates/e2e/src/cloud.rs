@@ -1,0 +1,184 @@
+//! One scenario's cloud: a capo-sim of its own whose external network is a loopback range, so
+//! the floating IP that becomes a cluster's control-plane endpoint is an address the
+//! workload-cluster emulator can listen on (inside the tier's network namespace).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use capo_openstack::{ApiMetrics, ClientConfig, Credentials, SessionCache, compute};
+use capo_sim::{Delays, Sim, SimConfig};
+use serde_json::Value;
+
+/// The cloud name in the sim's clouds.yaml (`OPENSTACK_CLOUD`).
+pub const CLOUD: &str = "capo-sim";
+/// The project the scenario's user works in.
+pub const PROJECT: &str = "capo";
+/// The key pair every machine names (`OPENSTACK_SSH_KEY_NAME`).
+pub const KEY_NAME: &str = "e2e";
+/// A public key for [`KEY_NAME`] (public by nature; nobody holds its private half).
+const PUBLIC_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFkT8yq5L3m5cbp3sHvd6Gq2A2Q9oJvX1Pq3rXn2Yw0k capo-e2e";
+
+/// Each scenario gets its own 127.100.N.0/24, so two clusters never share an endpoint address.
+static NEXT_RANGE: AtomicU8 = AtomicU8::new(1);
+
+/// Simulator transitions of the tier: quick, but every resource still goes through its states.
+pub fn delays() -> Delays {
+    Delays {
+        server_build_ms: 300,
+        volume_create_ms: 100,
+        lb_provision_ms: 400,
+        lb_update_ms: 100,
+        lb_delete_ms: 100,
+    }
+}
+
+/// A running simulator with the scenario's key pair.
+pub struct Cloud {
+    /// The simulator.
+    pub sim: Sim,
+    /// ID of the external network (`OPENSTACK_EXTERNAL_NETWORK_ID`).
+    pub external_network_id: String,
+    /// The external network's range (a loopback /24).
+    pub external_cidr: String,
+    project_id: String,
+}
+
+impl Cloud {
+    /// Starts a simulator with the default seed but a loopback external network, and imports
+    /// [`KEY_NAME`] into the scenario's project. The request log starts empty afterwards.
+    pub async fn start() -> Result<Cloud, String> {
+        let n = NEXT_RANGE.fetch_add(1, Ordering::SeqCst);
+        let external_cidr = format!("127.100.{n}.0/24");
+        let mut config = SimConfig {
+            delays: delays(),
+            ..SimConfig::default()
+        };
+        for net in &mut config.seed.external_networks {
+            net.cidr = external_cidr.clone();
+        }
+        let sim = Sim::start(config)
+            .await
+            .map_err(|e| format!("starting capo-sim: {e}"))?;
+        let project_id = sim
+            .control()
+            .project_id(PROJECT)
+            .ok_or_else(|| format!("the seed has no project {PROJECT}"))?;
+        let external_network_id = sim
+            .control()
+            .state(None)
+            .get("networks")
+            .and_then(Value::as_array)
+            .and_then(|nets| {
+                nets.iter()
+                    .find(|n| n["router:external"] == Value::Bool(true))
+                    .and_then(|n| n["id"].as_str())
+                    .map(str::to_owned)
+            })
+            .ok_or("the seed has no external network")?;
+        let cloud = Cloud {
+            sim,
+            external_network_id,
+            external_cidr,
+            project_id,
+        };
+        let creds = Credentials::from_clouds_yaml(&cloud.clouds_yaml(), CLOUD, None, None)
+            .map_err(|e| format!("reading the simulator's clouds.yaml: {e}"))?;
+        let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
+        let session = cache.session(&creds).map_err(|e| format!("session: {e}"))?;
+        session
+            .send(&compute::create_keypair_request(KEY_NAME, PUBLIC_KEY))
+            .await
+            .map_err(|e| format!("importing key pair {KEY_NAME}: {e}"))?;
+        cloud.sim.control().clear_requests();
+        Ok(cloud)
+    }
+
+    /// clouds.yaml of the scenario's user (cloud [`CLOUD`]).
+    pub fn clouds_yaml(&self) -> String {
+        self.sim.clouds_yaml()
+    }
+
+    /// The scenario project's resources, by collection.
+    pub fn resources(&self) -> BTreeMap<String, Vec<Value>> {
+        let state = self.sim.control().state(Some(&self.project_id));
+        state
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_array().cloned().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// What a deleted cluster left behind: every resource of the project but its default
+    /// security group (and its rules) and the scenario's own key pair. Empty when nothing
+    /// leaked.
+    pub fn leftovers(&self) -> BTreeMap<String, Vec<String>> {
+        let default_sg: Vec<String> = self
+            .resources()
+            .get("security_groups")
+            .into_iter()
+            .flatten()
+            .filter(|g| g["name"] == "default")
+            .filter_map(|g| g["id"].as_str().map(str::to_owned))
+            .collect();
+        let mut out = BTreeMap::new();
+        for (collection, items) in self.resources() {
+            let left: Vec<String> = items
+                .iter()
+                .filter(|item| match collection.as_str() {
+                    "security_groups" => item["name"] != "default",
+                    "security_group_rules" => !default_sg
+                        .iter()
+                        .any(|id| item["security_group_id"].as_str() == Some(id)),
+                    "keypairs" => item["name"] != KEY_NAME && item["keypair"]["name"] != KEY_NAME,
+                    _ => true,
+                })
+                .map(|item| {
+                    let name = item["name"].as_str().unwrap_or_default();
+                    let id = item["id"].as_str().unwrap_or_default();
+                    format!("{name} ({id})")
+                })
+                .collect();
+            if !left.is_empty() {
+                out.insert(collection, left);
+            }
+        }
+        out
+    }
+
+    /// OpenStack requests so far: (all, writes).
+    pub fn requests(&self) -> (usize, usize) {
+        let log = self.sim.control().requests();
+        let writes = log.iter().filter(|r| r.method != "GET").count();
+        (log.len(), writes)
+    }
+
+    /// The floating IP with `address`, if any.
+    pub fn floating_ip(&self, address: &str) -> Option<Value> {
+        self.resources()
+            .get("floatingips")
+            .into_iter()
+            .flatten()
+            .find(|f| f["floating_ip_address"] == address)
+            .cloned()
+    }
+
+    /// The server a port belongs to (its `device_id`), when the port exists.
+    pub fn server_of_port(&self, port_id: &str) -> Option<Value> {
+        let res = self.resources();
+        let port = res
+            .get("ports")
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"] == port_id)?;
+        let device = port["device_id"].as_str()?;
+        res.get("servers")
+            .into_iter()
+            .flatten()
+            .find(|s| s["id"] == device)
+            .cloned()
+    }
+}

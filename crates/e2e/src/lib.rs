@@ -1,0 +1,17 @@
+//! The end-to-end tier: the real Cluster API v1.14 controllers drive capo on capo-sim.
+//!
+//! One [`world::World`] per test binary: a kube-apiserver with Cluster API v1.14's CRDs, the
+//! core, kubeadm bootstrap and KubeadmControlPlane managers with their conversion and admission
+//! webhooks (from `hack/capi.sh build`), the workload-cluster emulator (Nodes, control-plane
+//! pods and etcd membership at each cluster's endpoint), and capo's manager in-process. Each
+//! scenario ([`scenario::Scenario`]) takes a namespace and a capo-sim of its own, generates its
+//! cluster with `clusterctl` from `templates/`, and ends by deleting the Cluster and checking the
+//! cloud is empty.
+//!
+//! The tier must run inside a network namespace with only a loopback interface
+//! (`hack/e2e.sh` makes one): see docs/testing.md.
+
+pub mod cloud;
+pub mod cluster;
+pub mod scenario;
+pub mod world;

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The end-to-end tier (docs/testing.md): the real Cluster API v1.14 controllers (core, kubeadm
+# bootstrap, KubeadmControlPlane), clusterctl and the workload-cluster emulator drive capo's
+# manager on capo-sim. Builds what it needs (hack/test-env.sh, hack/capi.sh: cached), then runs
+# crates/e2e inside a fresh network namespace that has only a loopback interface: Cluster API's
+# managers bind their webhook servers on every interface, which there means loopback only, and
+# the clusters' endpoints are floating IPs from capo-sim's loopback external network.
+#
+#   hack/e2e.sh                      every scenario
+#   hack/e2e.sh kcp_scaling          the scenarios whose name contains the filter (cargo's)
+#
+# CAPO_E2E_KEEP=1 keeps each scenario's logs (printed at the end of a failing scenario).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CAPO_CACHE_DIR:-$HOME/.cache/capo}/target}"
+export CARGO_INCREMENTAL=0
+
+say() { echo "e2e: $*" >&2; }
+
+for tool in unshare ip; do
+  if ! command -v "$tool" >/dev/null; then
+    say "$tool is missing; installing util-linux and iproute2"
+    apt-get update -qq && apt-get install -y -qq util-linux iproute2 >/dev/null
+  fi
+done
+
+CAPO_TEST_ENV_DIR="${CAPO_TEST_ENV_DIR:-$(hack/test-env.sh | tail -n 1)}"
+CAPO_CAPI_BUILD_DIR="${CAPO_CAPI_BUILD_DIR:-$(hack/capi.sh build | tail -n 1)}"
+export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
+say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
+
+# Build outside the namespace (crates.io is not reachable inside it).
+cargo test --locked -p capo-e2e --no-run
+
+# Root can make a network namespace directly; anyone else needs a user namespace for it.
+userns=()
+[[ "$(id -u)" == 0 ]] || userns=(--map-root-user)
+exec unshare --net "${userns[@]}" -- bash -c '
+  ip link set lo up
+  export CAPO_E2E_NETNS=1
+  exec cargo test --offline --locked -p capo-e2e -- --test-threads 1 --nocapture "$@"
+' e2e "$@"
