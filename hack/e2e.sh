@@ -31,7 +31,7 @@ export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
 say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
 
 # Build outside the namespace (crates.io is not reachable inside it).
-cargo test --locked -p capo-e2e --no-run
+cargo test --locked -p capo-e2e -p capo-testkit --test scenarios --test capi --no-run
 
 # Root can make a network namespace directly; anyone else needs a user namespace for it.
 userns=()
@@ -39,5 +39,9 @@ userns=()
 exec unshare --net "${userns[@]}" -- bash -c '
   ip link set lo up
   export CAPO_E2E_NETNS=1
-  exec cargo test --offline --locked -p capo-e2e -- --test-threads 1 --nocapture "$@"
+  if [[ $# == 0 ]]; then
+    # The test kit'"'"'s own check of the Cluster API launcher (conversion and admission webhooks).
+    cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
+  fi
+  exec cargo test --offline --locked -p capo-e2e --test scenarios -- --test-threads 1 --nocapture "$@"
 ' e2e "$@"

@@ -3,9 +3,9 @@
 //! workload-cluster emulator can listen on (inside the tier's network namespace).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use capo_openstack::{ApiMetrics, ClientConfig, Credentials, SessionCache, compute};
+use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache, compute};
 use capo_sim::{Delays, Sim, SimConfig};
 use serde_json::Value;
 
@@ -42,6 +42,9 @@ pub struct Cloud {
     /// The external network's range (a loopback /24).
     pub external_cidr: String,
     project_id: String,
+    /// Requests the scenario itself made (a token and a DELETE per out-of-band deletion), left
+    /// out of capo's figures.
+    operator_requests: AtomicUsize,
 }
 
 impl Cloud {
@@ -81,17 +84,50 @@ impl Cloud {
             external_network_id,
             external_cidr,
             project_id,
+            operator_requests: Default::default(),
         };
-        let creds = Credentials::from_clouds_yaml(&cloud.clouds_yaml(), CLOUD, None, None)
-            .map_err(|e| format!("reading the simulator's clouds.yaml: {e}"))?;
-        let cache = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered());
-        let session = cache.session(&creds).map_err(|e| format!("session: {e}"))?;
-        session
+        cloud
+            .session()?
             .send(&compute::create_keypair_request(KEY_NAME, PUBLIC_KEY))
             .await
             .map_err(|e| format!("importing key pair {KEY_NAME}: {e}"))?;
         cloud.sim.control().clear_requests();
         Ok(cloud)
+    }
+
+    /// A session of the scenario's user (its requests land in the simulator's log too).
+    fn session(&self) -> Result<Session, String> {
+        let creds = Credentials::from_clouds_yaml(&self.clouds_yaml(), CLOUD, None, None)
+            .map_err(|e| format!("reading the simulator's clouds.yaml: {e}"))?;
+        SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered())
+            .session(&creds)
+            .map_err(|e| format!("session: {e}"))
+    }
+
+    /// Deletes a server through Nova, behind capo's back; its requests are left out of
+    /// [`Cloud::requests`].
+    pub async fn delete_server(&self, id: &str) -> Result<(), String> {
+        let before = self.sim.control().requests().len();
+        let sent = self
+            .session()?
+            .send(&compute::delete_server_request(id))
+            .await;
+        // Capo's requests may interleave; only the scenario's session sent these two routes.
+        let ours = self
+            .sim
+            .control()
+            .requests()
+            .iter()
+            .skip(before)
+            .filter(|r| {
+                (r.method == "DELETE" && r.path.contains(id))
+                    || (r.method == "POST" && r.path.ends_with("/auth/tokens"))
+            })
+            .count();
+        self.operator_requests
+            .fetch_add(ours.min(2), Ordering::SeqCst);
+        sent.map(|_| ())
+            .map_err(|e| format!("deleting server {id}: {e}"))
     }
 
     /// clouds.yaml of the scenario's user (cloud [`CLOUD`]).
@@ -149,11 +185,13 @@ impl Cloud {
         out
     }
 
-    /// OpenStack requests so far: (all, writes).
+    /// OpenStack requests capo made so far: (all, writes). The scenario's own out-of-band
+    /// calls (a token and a DELETE each) are subtracted.
     pub fn requests(&self) -> (usize, usize) {
         let log = self.sim.control().requests();
         let writes = log.iter().filter(|r| r.method != "GET").count();
-        (log.len(), writes)
+        let ours = self.operator_requests.load(Ordering::SeqCst);
+        (log.len().saturating_sub(ours), writes.saturating_sub(ours))
     }
 
     /// The floating IP with `address`, if any.

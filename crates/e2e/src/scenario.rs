@@ -94,6 +94,15 @@ impl Scenario {
         }
     }
 
+    /// Server-side apply of `yaml` in the scenario's namespace, as `kubectl apply` would.
+    pub async fn apply(&self, yaml: &str) {
+        match capo_testkit::apply_yaml(&self.client, &self.ns, yaml, false).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(rejected)) => self.fail(&format!("rejected: {rejected:?}")),
+            Err(e) => self.fail(&format!("applying: {e}")),
+        }
+    }
+
     /// Figures since the scenario started.
     pub async fn figures(&self) -> Figures {
         Figures {

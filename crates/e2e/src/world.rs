@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use capo_testkit::capi::{CapiDir, CapiProcess, ClusterApi, ClusterApiOptions};
+use capo_testkit::capi::{self, CapiDir, CapiProcess, ClusterApi, ClusterApiOptions};
 use capo_testkit::{TestEnv, TestEnvOptions};
 use kube::Client;
 
@@ -83,19 +83,8 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// True when this process's network namespace has no interface but loopback.
-fn isolated() -> bool {
-    let Ok(dev) = std::fs::read_to_string("/proc/self/net/dev") else {
-        return false;
-    };
-    dev.lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next())
-        .all(|name| name.trim() == "lo")
-}
-
 fn start() -> Result<World, String> {
-    if std::env::var_os(NETNS_VAR).is_none() || !isolated() {
+    if std::env::var_os(NETNS_VAR).is_none() || !capi::loopback_only_network() {
         return Err(format!(
             "run the end-to-end tier with hack/e2e.sh: Cluster API's managers bind their webhook \
              servers on every interface, so the tier runs in a network namespace with only \
@@ -186,8 +175,11 @@ async fn start_async(dir: CapiDir) -> Result<(World, ManagerTask), String> {
 }
 
 /// capo-sim's transitions take hundreds of milliseconds, so waits on progress start short (the
-/// demo's pacing; production defaults start at 5 s).
+/// demo's pacing; production defaults start at 5 s). A converged server is looked at again
+/// every 30 s instead of every 10 minutes (`--sync-period`), so a server deleted behind capo's
+/// back is reported within a scenario's patience.
 fn tune(o: &mut capo_manager::ControllerOptions) {
+    o.sync_period = Duration::from_secs(30);
     o.requeue_pending = Duration::from_millis(250);
     o.requeue_pending_max = Duration::from_secs(2);
     o.backoff_min = Duration::from_millis(200);

@@ -306,3 +306,187 @@ async fn paused_cluster_is_left_alone_until_resumed() {
     s.report("paused, resumed, scaled").await;
     s.delete_and_check_empty(cluster).await;
 }
+
+/// The names of `cluster`'s Machines (control plane or workers).
+async fn machine_names(s: &Scenario, cluster: &str, control_plane: bool) -> Vec<String> {
+    let mut names: Vec<String> = cluster::machines(&s.client, &s.ns, cluster)
+        .await
+        .iter()
+        .filter(|m| {
+            m["metadata"]["labels"]["cluster.x-k8s.io/control-plane"].is_null() != control_plane
+        })
+        .filter_map(|m| m["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Deletes the server of Machine `name` through Nova, behind capo's back (as an operator or a
+/// failing hypervisor would).
+async fn delete_server_out_of_band(s: &Scenario, name: &str) {
+    let m = capi(&s.client, &s.ns, "Machine")
+        .get(name)
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let v = serde_json::to_value(&m).unwrap_or_default();
+    let id = v["spec"]["providerID"]
+        .as_str()
+        .and_then(|p| p.strip_prefix("openstack:///"))
+        .unwrap_or_else(|| s.fail(&format!("Machine {name} has no providerID")))
+        .to_owned();
+    s.cloud
+        .delete_server(&id)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+}
+
+/// A MachineHealthCheck as an operator writes it: a Node gone or not Ready for 10 s is unhealthy.
+fn machine_health_check(cluster: &str, name: &str, selector: &str) -> String {
+    format!(
+        "apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineHealthCheck
+metadata:
+  name: {name}
+spec:
+  clusterName: {cluster}
+  selector:
+    matchLabels:
+      {selector}
+  checks:
+    nodeStartupTimeoutSeconds: 600
+    unhealthyNodeConditions:
+    - type: Ready
+      status: Unknown
+      timeoutSeconds: 10
+    - type: Ready
+      status: \"False\"
+      timeoutSeconds: 10
+"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_health_check_replaces_a_worker_whose_server_was_deleted() {
+    let s = Scenario::start("mhc").await;
+    let cluster = "e2e-mhc";
+    bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 2).await;
+    s.apply(&machine_health_check(
+        cluster,
+        "workers",
+        &format!("cluster.x-k8s.io/deployment-name: {cluster}-md-0"),
+    ))
+    .await;
+    let before = machine_names(&s, cluster, false).await;
+    let victim = before[0].clone();
+    let t0 = Instant::now();
+    delete_server_out_of_band(&s, &victim).await;
+    // capo reports the server gone, the emulated cloud-controller-manager deletes the Node, the
+    // MachineHealthCheck remediates, the MachineSet replaces the Machine.
+    cluster::poll(&format!("{victim} replaced"), UP, || async {
+        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+        let gone = !ms.iter().any(|m| m["metadata"]["name"] == victim.as_str());
+        let running = ms.iter().filter(|m| cluster::machine_running(m)).count();
+        if gone && running == 3 && ms.len() == 3 {
+            Ok(())
+        } else {
+            Err(cluster::describe_machines(&ms))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    println!(
+        "e2e figures: {} / worker server deleted to replacement Running: {:.1} s",
+        s.name,
+        t0.elapsed().as_secs_f64()
+    );
+    s.report("remediated").await;
+    s.delete_and_check_empty(cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_upgrade_and_machine_deployment_rollout_leave_nothing_behind() {
+    let s = Scenario::start("rollout").await;
+    let cluster = "e2e-rollout";
+    bring_up(&s, cluster, "cluster-template.yaml", 1, 1).await;
+    let old_cps = machine_names(&s, cluster, true).await;
+    let old_workers = machine_names(&s, cluster, false).await;
+
+    // Control plane: a version bump rolls every control-plane Machine.
+    let t0 = Instant::now();
+    cluster::kcp(&s.client, &s.ns)
+        .patch(
+            &format!("{cluster}-control-plane"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"version": cluster::UPGRADE_VERSION}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    // Workers: a new infrastructure template (another flavor) rolls the MachineDeployment.
+    let osmt = cluster::infra(&s.client, &s.ns, "OpenStackMachineTemplate");
+    let old = osmt
+        .get(&format!("{cluster}-md-0"))
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let spec = serde_json::to_value(&old).unwrap_or_default()["spec"].clone();
+    let mut new_spec = spec.clone();
+    new_spec["template"]["spec"]["flavor"] = json!("m1.medium");
+    s.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: OpenStackMachineTemplate\nmetadata:\n  name: {cluster}-md-1\nspec: {new_spec}\n"
+    ))
+    .await;
+    capi(&s.client, &s.ns, "MachineDeployment")
+        .patch(
+            &format!("{cluster}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"template": {"spec": {"infrastructureRef": {"name": format!("{cluster}-md-1")}}}}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+
+    cluster::poll("rollout done", UP, || async {
+        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+        let old_left = ms.iter().any(|m| {
+            let n = m["metadata"]["name"].as_str().unwrap_or_default();
+            old_cps.iter().chain(&old_workers).any(|o| o == n)
+        });
+        let upgraded = ms
+            .iter()
+            .filter(|m| !m["metadata"]["labels"]["cluster.x-k8s.io/control-plane"].is_null())
+            .all(|m| m["spec"]["version"] == cluster::UPGRADE_VERSION);
+        if !old_left && upgraded && ms.len() == 2 && ms.iter().all(cluster::machine_running) {
+            Ok(())
+        } else {
+            Err(cluster::describe_machines(&ms))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    poll_kcp_ready(&s, &format!("{cluster}-control-plane"), 1).await;
+    println!(
+        "e2e figures: {} / upgrade + rollout: {:.1} s",
+        s.name,
+        t0.elapsed().as_secs_f64()
+    );
+    // Nothing of the old machines is left in the cloud, and the API pool follows.
+    let res = s.cloud.resources();
+    let servers: Vec<String> = res
+        .get("servers")
+        .into_iter()
+        .flatten()
+        .filter_map(|sv| sv["name"].as_str().map(str::to_owned))
+        .collect();
+    for old in old_cps.iter().chain(&old_workers) {
+        assert!(
+            !servers.iter().any(|n| n.contains(old.as_str())),
+            "server of {old} left: {servers:?}"
+        );
+    }
+    assert_eq!(servers.len(), 2, "servers: {servers:?}");
+    assert_eq!(
+        res.get("members").map_or(0, Vec::len),
+        1,
+        "API pool members"
+    );
+    s.report("upgraded and rolled out").await;
+    s.delete_and_check_empty(cluster).await;
+}

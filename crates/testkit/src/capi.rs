@@ -78,6 +78,21 @@ pub use managers::{CapiProcess, ClusterApi, ClusterApiFailureLogs, ClusterApiOpt
 
 use crate::error::{Error, Result};
 
+/// True when this process's network namespace has no interface but loopback, the only place
+/// [`ClusterApi::start`] runs the managers: their webhook servers have no bind-address flag and
+/// listen on every interface, which there means loopback only (`hack/e2e.sh` makes such a
+/// namespace with `unshare --net`).
+pub fn loopback_only_network() -> bool {
+    // /proc/self/net/dev follows the caller's namespace (/sys/class/net follows sysfs's mount).
+    let Ok(dev) = std::fs::read_to_string("/proc/self/net/dev") else {
+        return false;
+    };
+    dev.lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next())
+        .all(|name| name.trim() == "lo")
+}
+
 /// Environment variable naming the directory `hack/capi.sh build` printed.
 pub const BUILD_DIR_VAR: &str = "CAPO_CAPI_BUILD_DIR";
 

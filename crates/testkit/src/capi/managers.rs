@@ -220,6 +220,14 @@ impl ClusterApi {
     ///
     /// An error names the manager and carries the tail of its log.
     pub async fn start(env: &TestEnv, dir: &CapiDir, opts: ClusterApiOptions) -> Result<Self> {
+        if !super::loopback_only_network() {
+            return Err(Error::Usage(
+                "refusing to start the Cluster API managers: they listen on every interface, and \
+                 this network namespace has more than loopback (run inside `unshare --net`, as \
+                 hack/e2e.sh does)"
+                    .into(),
+            ));
+        }
         let started = Instant::now();
         let endpoints = env.capi_endpoints().ok_or_else(|| {
             Error::Usage(format!(
