@@ -490,3 +490,75 @@ async fn rolling_upgrade_and_machine_deployment_rollout_leave_nothing_behind() {
     s.report("upgraded and rolled out").await;
     s.delete_and_check_empty(cluster).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_control_plane_server_is_replaced_and_the_endpoint_stays_up() {
+    let s = Scenario::start("cp-deleted").await;
+    let cluster = "e2e-cp-deleted";
+    // Generated with one control-plane replica and scaled to three: a KubeadmControlPlane
+    // generated with three stalls after its first Machine in this tier (docs/testing.md,
+    // "Known gaps").
+    bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 0).await;
+    let kcp_name = format!("{cluster}-control-plane");
+    cluster::scale_control_plane(&s.client, &s.ns, &kcp_name, 3)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    wait_machines_running(&s.client, &s.ns, cluster, 3, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    poll_kcp_ready(&s, &kcp_name, 3).await;
+    s.apply(&machine_health_check(
+        cluster,
+        "control-plane",
+        "cluster.x-k8s.io/control-plane: \"\"",
+    ))
+    .await;
+    let host = endpoint_host(&s, cluster).await;
+    // The worst case: the server that holds the API floating IP.
+    let holder = s
+        .cloud
+        .floating_ip(&host)
+        .and_then(|f| {
+            f["port_id"]
+                .as_str()
+                .and_then(|p| s.cloud.server_of_port(p))
+        })
+        .and_then(|sv| sv["name"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| s.fail(&format!("{host} is on no server")));
+    let victim = machine_names(&s, cluster, true)
+        .await
+        .into_iter()
+        .find(|m| holder.contains(m.as_str()) || m.contains(holder.as_str()))
+        .unwrap_or_else(|| s.fail(&format!("no control-plane Machine for server {holder}")));
+    let t0 = Instant::now();
+    delete_server_out_of_band(&s, &victim).await;
+    cluster::poll(&format!("{victim} replaced"), UP, || async {
+        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+        let gone = !ms.iter().any(|m| m["metadata"]["name"] == victim.as_str());
+        if gone && ms.len() == 3 && ms.iter().all(cluster::machine_running) {
+            Ok(())
+        } else {
+            Err(cluster::describe_machines(&ms))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    poll_kcp_ready(&s, &format!("{cluster}-control-plane"), 3).await;
+    println!(
+        "e2e figures: {} / control-plane server deleted to replacement Running: {:.1} s",
+        s.name,
+        t0.elapsed().as_secs_f64()
+    );
+    // The endpoint kept its address and is back on a live control-plane server.
+    assert_eq!(endpoint_host(&s, cluster).await, host, "the endpoint moved");
+    let (stop, sampler) = watch_endpoint_fip(&s, cluster, host.clone());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::SeqCst);
+    let faults = sampler.await.unwrap_or_default();
+    assert!(
+        faults.is_empty(),
+        "the API floating IP {host} after remediation: {faults:#?}"
+    );
+    s.report("control plane remediated").await;
+    s.delete_and_check_empty(cluster).await;
+}
