@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use capo_openstack::{ApiMetrics, ClientConfig, Credentials, Session, SessionCache, compute};
+use capo_openstack::{
+    ApiMetrics, ClientConfig, Credentials, Request, Service, Session, SessionCache, compute,
+};
 use capo_sim::{Delays, Sim, SimConfig};
 use serde_json::Value;
 
@@ -93,6 +95,42 @@ impl Cloud {
             .map_err(|e| format!("importing key pair {KEY_NAME}: {e}"))?;
         cloud.sim.control().clear_requests();
         Ok(cloud)
+    }
+
+    /// Sets a Neutron quota of the scenario's project as the cloud's admin (as an operator
+    /// raising or lowering it); left out of [`Cloud::requests`] like any operator call.
+    pub async fn set_network_quota(&self, key: &str, value: i64) -> Result<(), String> {
+        let creds =
+            Credentials::from_clouds_yaml(&self.clouds_yaml(), capo_sim::clouds::ADMIN, None, None)
+                .map_err(|e| format!("reading the simulator's admin cloud: {e}"))?;
+        let admin = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered())
+            .session(&creds)
+            .map_err(|e| format!("admin session: {e}"))?;
+        let before = self.sim.control().requests().len();
+        let body = serde_json::json!({"quota": {key: value}});
+        let sent = admin
+            .send(&Request::put(
+                Service::Network,
+                format!("quotas/{}", self.project_id),
+                "quota_update",
+                body,
+            ))
+            .await;
+        let ours = self
+            .sim
+            .control()
+            .requests()
+            .iter()
+            .skip(before)
+            .filter(|r| {
+                (r.method == "PUT" && r.path.contains("quotas"))
+                    || (r.method == "POST" && r.path.ends_with("/auth/tokens"))
+            })
+            .count();
+        self.operator_requests
+            .fetch_add(ours.min(2), Ordering::SeqCst);
+        sent.map(|_| ())
+            .map_err(|e| format!("setting the {key} quota: {e}"))
     }
 
     /// A session of the scenario's user (its requests land in the simulator's log too).

@@ -3,6 +3,7 @@
 //! objects only (capo's objects are read, never written).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -84,6 +85,56 @@ pub fn template_env(cloud: &Cloud) -> BTreeMap<String, String> {
     .collect()
 }
 
+/// Runs `clusterctl` with `args` and `vars` in the environment (and nothing of the caller's
+/// clusterctl configuration); returns its standard output.
+fn clusterctl_output(
+    clusterctl: &Path,
+    args: &[OsString],
+    vars: &BTreeMap<String, String>,
+) -> Result<String, String> {
+    let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
+    let out = std::process::Command::new(clusterctl)
+        .args(args)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
+        .envs(vars)
+        .output()
+        .map_err(|e| format!("running {}: {e}", clusterctl.display()))?;
+    if !out.status.success() {
+        // clusterctl's error names the missing variable; the manifest is not printed.
+        return Err(format!(
+            "clusterctl {} failed ({}): {}",
+            args.first()
+                .map(|a| a.to_string_lossy())
+                .unwrap_or_default(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|e| format!("clusterctl output: {e}"))
+}
+
+/// `clusterctl generate yaml --from <file>`: a manifest that is not a cluster (a ClusterClass)
+/// with its variables substituted.
+pub fn generate_yaml(
+    clusterctl: &Path,
+    file: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<String, String> {
+    clusterctl_output(
+        clusterctl,
+        &[
+            "generate".into(),
+            "yaml".into(),
+            "--from".into(),
+            file.into(),
+        ],
+        vars,
+    )
+}
+
 /// Runs `clusterctl generate cluster <name> --from <template>` with `vars` in the environment
 /// (and nothing of the caller's clusterctl configuration) and returns the manifest.
 pub fn generate(
@@ -95,36 +146,19 @@ pub fn generate(
     workers: u32,
     vars: &BTreeMap<String, String>,
 ) -> Result<String, String> {
-    let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
-    let out = std::process::Command::new(clusterctl)
-        .args(["generate", "cluster", name, "--from"])
-        .arg(template)
-        .args([
-            "--target-namespace",
-            ns,
-            "--kubernetes-version",
-            KUBERNETES_VERSION,
-            "--control-plane-machine-count",
-            &control_planes.to_string(),
-            "--worker-machine-count",
-            &workers.to_string(),
-        ])
-        .env_clear()
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
-        .envs(vars)
-        .output()
-        .map_err(|e| format!("running {}: {e}", clusterctl.display()))?;
-    if !out.status.success() {
-        // clusterctl's error names the missing variable; the manifest is not printed.
-        return Err(format!(
-            "clusterctl generate cluster failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+    let mut args: Vec<OsString> = ["generate", "cluster", name, "--from"]
+        .map(OsString::from)
+        .to_vec();
+    args.push(template.into());
+    for (flag, value) in [
+        ("--target-namespace", ns.to_owned()),
+        ("--kubernetes-version", KUBERNETES_VERSION.to_owned()),
+        ("--control-plane-machine-count", control_planes.to_string()),
+        ("--worker-machine-count", workers.to_string()),
+    ] {
+        args.extend([flag.into(), value.into()]);
     }
-    String::from_utf8(out.stdout).map_err(|e| format!("clusterctl output: {e}"))
+    clusterctl_output(clusterctl, &args, vars)
 }
 
 /// A condition's status (`"True"`, `"False"`, `"Unknown"`) on an object, if present.

@@ -495,9 +495,8 @@ async fn rolling_upgrade_and_machine_deployment_rollout_leave_nothing_behind() {
 async fn deleted_control_plane_server_is_replaced_and_the_endpoint_stays_up() {
     let s = Scenario::start("cp-deleted").await;
     let cluster = "e2e-cp-deleted";
-    // Generated with one control-plane replica and scaled to three: a KubeadmControlPlane
-    // generated with three stalls after its first Machine in this tier (docs/testing.md,
-    // "Known gaps").
+    // The without-lb flavor pins one control-plane replica (as upstream's); the operator
+    // scales it to three afterwards.
     bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 0).await;
     let kcp_name = format!("{cluster}-control-plane");
     cluster::scale_control_plane(&s.client, &s.ns, &kcp_name, 3)
@@ -560,5 +559,153 @@ async fn deleted_control_plane_server_is_replaced_and_the_endpoint_stays_up() {
         "the API floating IP {host} after remediation: {faults:#?}"
     );
     s.report("control plane remediated").await;
+    s.delete_and_check_empty(cluster).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_flavor_reconciles_through_the_cluster_class() {
+    let s = Scenario::start("topology").await;
+    let cluster = "e2e-topology";
+    let class = cluster::generate_yaml(
+        &s.world.clusterctl(),
+        &Scenario::template("clusterclass-capo-default.yaml"),
+        &cluster::template_env(&s.cloud),
+    )
+    .unwrap_or_else(|e| s.fail(&e));
+    s.apply(&class).await;
+    bring_up(&s, cluster, "cluster-template-topology.yaml", 1, 1).await;
+    // A topology change reaches capo through the topology controller: two workers.
+    let clusters = capi(&s.client, &s.ns, "Cluster");
+    let current = clusters
+        .get(cluster)
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let mut workers =
+        serde_json::to_value(&current).unwrap_or_default()["spec"]["topology"]["workers"].clone();
+    workers["machineDeployments"][0]["replicas"] = json!(2);
+    clusters
+        .patch(
+            cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"topology": {"workers": workers}}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    wait_machines_running(&s.client, &s.ns, cluster, 3, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    s.report("topology scaled").await;
+    s.delete_and_check_empty(cluster).await;
+}
+
+/// The message of the Machine's InfrastructureReady condition (Cluster API mirrors capo's).
+fn infrastructure_message(m: &Value) -> String {
+    cluster::condition_text(m, "InfrastructureReady")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_reported_on_machines_and_converges_once_fixed() {
+    let s = Scenario::start("bad-input").await;
+    let cluster = "e2e-bad";
+
+    // A template variable left out: clusterctl names it and nothing is applied.
+    let mut vars = cluster::template_env(&s.cloud);
+    vars.remove("OPENSTACK_IMAGE_NAME");
+    let generated = cluster::generate(
+        &s.world.clusterctl(),
+        &Scenario::template("cluster-template-without-lb.yaml"),
+        cluster,
+        &s.ns,
+        1,
+        1,
+        &vars,
+    );
+    let Err(err) = generated else {
+        s.fail("clusterctl generated a manifest although OPENSTACK_IMAGE_NAME was missing")
+    };
+    assert!(err.contains("OPENSTACK_IMAGE_NAME"), "{err}");
+
+    bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 1).await;
+
+    // A flavor that does not exist: the new worker says so, nothing is created for it.
+    let osmt = cluster::infra(&s.client, &s.ns, "OpenStackMachineTemplate");
+    let good = osmt
+        .get(&format!("{cluster}-md-0"))
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let mut spec = serde_json::to_value(&good).unwrap_or_default()["spec"].clone();
+    spec["template"]["spec"]["flavor"] = json!("m1.nonexistent");
+    s.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: OpenStackMachineTemplate\nmetadata:\n  name: {cluster}-md-bad\nspec: {spec}\n"
+    ))
+    .await;
+    let md = capi(&s.client, &s.ns, "MachineDeployment");
+    let point_at = |template: String| json!({"spec": {"template": {"spec": {"infrastructureRef": {"name": template}}}}});
+    md.patch(
+        &format!("{cluster}-md-0"),
+        &PatchParams::default(),
+        &Patch::Merge(point_at(format!("{cluster}-md-bad"))),
+    )
+    .await
+    .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let servers_before = s.cloud.resources().get("servers").map_or(0, Vec::len);
+    let said = cluster::poll("the bad flavor named on a Machine", UP, || async {
+        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+        ms.iter()
+            .map(infrastructure_message)
+            .find(|msg| msg.contains("m1.nonexistent"))
+            .ok_or_else(|| cluster::describe_machines(&ms))
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    println!("e2e figures: {} / unknown flavor reported: {said}", s.name);
+    assert_eq!(
+        s.cloud.resources().get("servers").map_or(0, Vec::len),
+        servers_before,
+        "a server was created for a flavor that does not exist"
+    );
+    // Fixed by pointing the MachineDeployment back at a good template: converges, no leak.
+    md.patch(
+        &format!("{cluster}-md-0"),
+        &PatchParams::default(),
+        &Patch::Merge(point_at(format!("{cluster}-md-0"))),
+    )
+    .await
+    .unwrap_or_else(|e| s.fail(&e.to_string()));
+    wait_machines_running(&s.client, &s.ns, cluster, 2, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+
+    // Quota exhausted mid-scale: room for one more port only, three more workers asked for.
+    let ports = s.cloud.resources().get("ports").map_or(0, Vec::len) as i64;
+    s.cloud
+        .set_network_quota("port", ports + 1)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    md.patch(
+        &format!("{cluster}-md-0"),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let said = cluster::poll("the quota named on a Machine", UP, || async {
+        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+        ms.iter()
+            .map(infrastructure_message)
+            .find(|msg| msg.to_lowercase().contains("quota"))
+            .ok_or_else(|| cluster::describe_machines(&ms))
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    println!("e2e figures: {} / quota reported: {said}", s.name);
+    s.cloud
+        .set_network_quota("port", -1)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    wait_machines_running(&s.client, &s.ns, cluster, 4, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    s.report("bad input reported and fixed").await;
     s.delete_and_check_empty(cluster).await;
 }
