@@ -108,17 +108,27 @@ pub async fn find_owned<T: DeserializeOwned + Tagged>(
     pick_owned(owner, kind, candidates)
 }
 
+/// Where a resource handed to [`ensure_tags`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Created by this reconcile: Neutron takes no tags in a create body, so it has none yet.
+    Created,
+    /// Found in the cloud: untagged means capo adopts it (logged).
+    Found,
+}
+
 /// Make sure an owned or adopted resource carries every desired tag (one PUT when not).
 pub async fn ensure_tags<T: Tagged>(
     s: &Session,
     owner: &Owner,
     r: Resource,
     res: &T,
+    origin: Origin,
 ) -> Result<Vec<String>> {
     match owner.missing_tags(res.tags()) {
         None => Ok(res.tags().to_vec()),
         Some(tags) => {
-            if owner.classify(res.tags()) == Ownership::Unowned {
+            if origin == Origin::Found && owner.classify(res.tags()) == Ownership::Unowned {
                 tracing::info!(
                     kind = r.singular,
                     id = res.id(),

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{
-    delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
+    Origin, delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
 };
 use crate::ownership::Owner;
 
@@ -48,7 +48,7 @@ pub async fn ensure_cluster_network(
     // A network created just now has no subnet: skip the lookup.
     let subnet = if fresh {
         let created = create_subnet(s, owner, subnet_spec, &network.id).await?;
-        finish_subnet(s, owner, subnet_spec, created).await?
+        finish_subnet(s, owner, subnet_spec, created, Origin::Created).await?
     } else {
         ensure_subnet(s, owner, subnet_spec, &network.id, recorded_subnet).await?
     };
@@ -90,7 +90,7 @@ async fn network_with_origin(
     if let Some(mut n) =
         find_owned::<Network>(s, owner, NETWORK, recorded, ListFilter::by_name(&name)).await?
     {
-        n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
+        n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Found).await?;
         return Ok((n, false));
     }
     let mtu = spec
@@ -109,7 +109,7 @@ async fn network_with_origin(
     let mut n: Network = net::create(s, NETWORK, &body)
         .await
         .ctx(|| format!("create network {name}"))?;
-    n.tags = ensure_tags(s, owner, NETWORK, &n).await?;
+    n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Created).await?;
     Ok((n, true))
 }
 
@@ -133,11 +133,14 @@ pub async fn ensure_subnet(
         .with("network_id", network_id)
         .with("cidr", want.cidr.as_str());
     let found = find_owned::<Subnet>(s, owner, SUBNET, recorded, filter).await?;
-    let subnet = match found.filter(|f| f.network_id == network_id) {
-        Some(sn) => sn,
-        None => create_subnet(s, owner, want, network_id).await?,
+    let (subnet, origin) = match found.filter(|f| f.network_id == network_id) {
+        Some(sn) => (sn, Origin::Found),
+        None => (
+            create_subnet(s, owner, want, network_id).await?,
+            Origin::Created,
+        ),
     };
-    finish_subnet(s, owner, want, subnet).await
+    finish_subnet(s, owner, want, subnet, origin).await
 }
 
 /// Tag the subnet and bring its DNS servers in line.
@@ -146,8 +149,9 @@ async fn finish_subnet(
     owner: &Owner,
     want: &SubnetSpec,
     mut subnet: Subnet,
+    origin: Origin,
 ) -> Result<Subnet> {
-    subnet.tags = ensure_tags(s, owner, SUBNET, &subnet).await?;
+    subnet.tags = ensure_tags(s, owner, SUBNET, &subnet, origin).await?;
     if subnet.dns_nameservers != want.dns_nameservers {
         let body = json!({"dns_nameservers": want.dns_nameservers});
         subnet = net::update(s, SUBNET, &subnet.id, body)

@@ -18,7 +18,7 @@ use capo_openstack::network::{
 
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{
-    delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
+    Origin, delete_opt, ensure_tags, find_owned, neutron_filter, resolve_one, subnet_filter,
 };
 use crate::networking::network::{detach, is_managed_network};
 use crate::ownership::Owner;
@@ -102,7 +102,12 @@ async fn ensure_managed_router(
             (r, true)
         }
     };
-    router.tags = ensure_tags(s, owner, ROUTER, &router).await?;
+    let origin = if fresh {
+        Origin::Created
+    } else {
+        Origin::Found
+    };
+    router.tags = ensure_tags(s, owner, ROUTER, &router, origin).await?;
     // Only the gateway network is compared: Neutron fills in external IPs we did not ask for.
     if router
         .external_gateway_info

@@ -15,7 +15,7 @@ use capo_openstack::network::{
 };
 
 use crate::error::{Context, Error, Result};
-use crate::networking::lookup::{delete_opt, ensure_tags, pick_owned};
+use crate::networking::lookup::{Origin, delete_opt, ensure_tags, pick_owned};
 use crate::ownership::Owner;
 use crate::plan::rule_diff::{DesiredRule, diff};
 use crate::plan::security_groups::{GroupIds, desired_groups, desired_rules, managed};
@@ -73,11 +73,11 @@ pub async fn ensure_security_groups(
             .cloned()
             .collect();
         observed.retain(|g| &g.name != name);
-        let mut g = match pick_owned(owner, "security group", candidates)? {
-            Some(g) => g,
-            None => create_group(s, owner, name).await?,
+        let (mut g, origin) = match pick_owned(owner, "security group", candidates)? {
+            Some(g) => (g, Origin::Found),
+            None => (create_group(s, owner, name).await?, Origin::Created),
         };
-        g.tags = ensure_tags(s, owner, SECURITY_GROUP, &g).await?;
+        g.tags = ensure_tags(s, owner, SECURITY_GROUP, &g, origin).await?;
         groups.push((*role, g));
     }
     let id_of = |role| {

@@ -11,7 +11,7 @@ use capo_openstack::Session;
 use capo_openstack::network::{self as net, FixedIp, ListFilter, PORT, Port, PortCreate};
 
 use crate::error::{Context, Result};
-use crate::networking::lookup::{delete_opt, ensure_tags, find_owned};
+use crate::networking::lookup::{Origin, delete_opt, ensure_tags, find_owned};
 use crate::ownership::Owner;
 
 /// What VIP port to ensure.
@@ -39,8 +39,8 @@ pub async fn ensure_vip_port(s: &Session, owner: &Owner, r: VipPortRequest<'_>) 
     let name = vip_port_name(owner, r.purpose);
     let filter = ListFilter::by_name(&name).with("network_id", r.network_id);
     let found: Option<Port> = find_owned(s, owner, PORT, r.recorded_id, filter).await?;
-    let mut port = match found {
-        Some(p) => p,
+    let (mut port, origin) = match found {
+        Some(p) => (p, Origin::Found),
         None => {
             let body = PortCreate {
                 name: name.clone(),
@@ -55,12 +55,13 @@ pub async fn ensure_vip_port(s: &Session, owner: &Owner, r: VipPortRequest<'_>) 
                 }],
                 ..Default::default()
             };
-            net::create(s, PORT, &body)
+            let created = net::create(s, PORT, &body)
                 .await
-                .ctx(|| format!("create VIP port {name}"))?
+                .ctx(|| format!("create VIP port {name}"))?;
+            (created, Origin::Created)
         }
     };
-    port.tags = ensure_tags(s, owner, PORT, &port).await?;
+    port.tags = ensure_tags(s, owner, PORT, &port, origin).await?;
     Ok(port)
 }
 
