@@ -75,6 +75,7 @@ pub(crate) mod setup;
 use std::path::PathBuf;
 
 pub use managers::{CapiProcess, ClusterApi, ClusterApiFailureLogs, ClusterApiOptions};
+pub use setup::install_webhook_manifests;
 
 use crate::error::{Error, Result};
 

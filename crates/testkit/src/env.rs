@@ -188,6 +188,16 @@ impl TestEnv {
         self.capi.as_ref().map(|c| &c.dir)
     }
 
+    /// The webhook serving certificate of an environment started with a Cluster API build:
+    /// its directory (`tls.crt`, `tls.key`, valid for `127.0.0.1` and `localhost`) and the CA
+    /// (PEM) a webhook configuration's `caBundle` needs. Other webhook servers of the test (capo's
+    /// own) may serve it too.
+    pub fn webhook_certs(&self) -> Option<(&Path, &str)> {
+        self.capi
+            .as_ref()
+            .map(|c| (c.certs.dir.as_path(), c.certs.ca_pem.as_str()))
+    }
+
     /// What the Cluster API managers need from this environment (ports, certificate).
     pub(crate) fn capi_endpoints(&self) -> Option<&Endpoints> {
         self.capi.as_ref()

@@ -83,36 +83,59 @@ impl Endpoints {
     /// Installs the webhook configurations of the three managers (server-side apply); returns
     /// their names.
     pub async fn install_webhooks(&self, client: &Client) -> Result<Vec<String>> {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
         let mut names = Vec::new();
         for provider in Provider::ALL {
-            let path = self.dir.webhook_manifests(provider);
-            let text = std::fs::read_to_string(&path)
-                .map_err(Error::io(format!("reading {}", path.display())))?;
-            let port = self.webhook_port(provider);
-            for config in parse_webhooks(&text, &path.display().to_string())? {
-                let (name, result) = match config.rewritten(provider, port, &self.certs.ca_pem) {
-                    WebhookConfig::Mutating(c) => {
-                        let name = c.metadata.name.clone().unwrap_or_default();
-                        let res = mutating.patch(&name, &params, &Patch::Apply(&c)).await;
-                        (name, res.map(drop))
-                    }
-                    WebhookConfig::Validating(c) => {
-                        let name = c.metadata.name.clone().unwrap_or_default();
-                        let res = validating.patch(&name, &params, &Patch::Apply(&c)).await;
-                        (name, res.map(drop))
-                    }
-                };
-                result.map_err(Error::kube(format!(
-                    "installing webhook configuration {name}"
-                )))?;
-                names.push(name);
-            }
+            names.extend(
+                install_webhook_manifests(
+                    client,
+                    &self.dir.webhook_manifests(provider),
+                    &format!("capi-{}", provider.config_name()),
+                    self.webhook_port(provider),
+                    &self.certs.ca_pem,
+                )
+                .await?,
+            );
         }
         Ok(names)
     }
+}
+
+/// Installs the webhook configurations of a controller-runtime style `manifests.yaml` (the
+/// Cluster API providers' or capo's own `config/webhook/manifests.yaml`), each renamed
+/// `<prefix>-<name>` and calling `https://127.0.0.1:<port><service path>` with `ca_pem` as
+/// its `caBundle`; returns their names.
+pub async fn install_webhook_manifests(
+    client: &Client,
+    manifests: &Path,
+    prefix: &str,
+    port: u16,
+    ca_pem: &str,
+) -> Result<Vec<String>> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let text = std::fs::read_to_string(manifests)
+        .map_err(Error::io(format!("reading {}", manifests.display())))?;
+    let mut names = Vec::new();
+    for config in parse_webhooks(&text, &manifests.display().to_string())? {
+        let (name, result) = match config.rewritten(prefix, port, ca_pem) {
+            WebhookConfig::Mutating(c) => {
+                let name = c.metadata.name.clone().unwrap_or_default();
+                let res = mutating.patch(&name, &params, &Patch::Apply(&c)).await;
+                (name, res.map(drop))
+            }
+            WebhookConfig::Validating(c) => {
+                let name = c.metadata.name.clone().unwrap_or_default();
+                let res = validating.patch(&name, &params, &Patch::Apply(&c)).await;
+                (name, res.map(drop))
+            }
+        };
+        result.map_err(Error::kube(format!(
+            "installing webhook configuration {name}"
+        )))?;
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// The labels Cluster API's kustomizations put on its CRDs (the build holds the plain
@@ -167,10 +190,10 @@ pub(crate) enum WebhookConfig {
 }
 
 impl WebhookConfig {
-    /// The configuration named `capi-<provider>-<name>` (the three providers all name theirs
-    /// `mutating-webhook-configuration` and `validating-webhook-configuration`), each webhook
-    /// calling `https://127.0.0.1:<port><service path>` and trusting `ca_pem`.
-    pub fn rewritten(mut self, provider: Provider, port: u16, ca_pem: &str) -> Self {
+    /// The configuration named `<prefix>-<name>` (the three Cluster API providers all name
+    /// theirs `mutating-webhook-configuration` and `validating-webhook-configuration`), each
+    /// webhook calling `https://127.0.0.1:<port><service path>` and trusting `ca_pem`.
+    pub fn rewritten(mut self, prefix: &str, port: u16, ca_pem: &str) -> Self {
         let (meta, configs): (_, Vec<&mut WebhookClientConfig>) = match &mut self {
             Self::Mutating(c) => (
                 &mut c.metadata,
@@ -190,7 +213,7 @@ impl WebhookConfig {
             ),
         };
         let name = meta.name.clone().unwrap_or_default();
-        meta.name = Some(format!("capi-{}-{name}", provider.config_name()));
+        meta.name = Some(format!("{prefix}-{name}"));
         for config in configs {
             let path = config
                 .service
@@ -285,7 +308,7 @@ webhooks:
     fn webhooks_are_renamed_and_point_at_loopback() -> TestResult {
         let out: Vec<_> = parse_webhooks(MANIFESTS, "test")?
             .into_iter()
-            .map(|c| c.rewritten(Provider::ControlPlane, 12345, "PEM"))
+            .map(|c| c.rewritten("capi-controlplane", 12345, "PEM"))
             .collect();
         let names: Vec<_> = out
             .iter()
