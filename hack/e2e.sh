@@ -8,6 +8,7 @@
 #
 #   hack/e2e.sh                      every scenario
 #   hack/e2e.sh kcp_scaling          the scenarios whose name contains the filter (cargo's)
+#   hack/e2e.sh clusterctl_move      the move scenario (crates/e2e/tests/move.rs)
 #
 # CAPO_E2E_KEEP=1 keeps each scenario's logs (printed at the end of a failing scenario).
 set -euo pipefail
@@ -31,7 +32,7 @@ export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
 say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
 
 # Build outside the namespace (crates.io is not reachable inside it).
-cargo test --locked -p capo-e2e -p capo-testkit --test scenarios --test capi --no-run
+cargo test --locked -p capo-e2e -p capo-testkit --test scenarios --test move --test capi --no-run
 
 # Root can make a network namespace directly; anyone else needs a user namespace for it.
 userns=()
@@ -43,5 +44,7 @@ exec unshare --net "${userns[@]}" -- bash -c '
     # The test kit'"'"'s own check of the Cluster API launcher (conversion and admission webhooks).
     cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
   fi
-  exec cargo test --offline --locked -p capo-e2e --test scenarios -- --test-threads 1 --nocapture "$@"
+  # Each test binary is a process with its own management cluster(s): scenarios.rs shares one,
+  # move.rs (clusterctl move) has a source and a target of its own.
+  exec cargo test --offline --locked --no-fail-fast -p capo-e2e --test scenarios --test move -- --test-threads 1 --nocapture "$@"
 ' e2e "$@"

@@ -1,9 +1,11 @@
 //! The end-to-end tier: the real Cluster API v1.14 controllers drive capo on capo-sim.
 //!
-//! One [`world::World`] per test binary: a kube-apiserver with Cluster API v1.14's CRDs, the
-//! core, kubeadm bootstrap and KubeadmControlPlane managers with their conversion and admission
-//! webhooks (from `hack/capi.sh build`), the workload-cluster emulator (Nodes, control-plane
-//! pods and etcd membership at each cluster's endpoint), and capo's manager in-process. Each
+//! One [`world::World`] per test binary, a [`management::Management`] cluster: a kube-apiserver
+//! with Cluster API v1.14's CRDs, the core, kubeadm bootstrap and KubeadmControlPlane managers
+//! with their conversion and admission webhooks (from `hack/capi.sh build`), the
+//! workload-cluster emulator (Nodes, control-plane pods and etcd membership at each cluster's
+//! endpoint), and capo's manager in-process. The `clusterctl move` scenario starts a second
+//! management cluster as the move's target. Each
 //! scenario ([`scenario::Scenario`]) takes a namespace and a capo-sim of its own, generates its
 //! cluster with `clusterctl` from `templates/`, and ends by deleting the Cluster and checking the
 //! cloud is empty.
@@ -13,5 +15,6 @@
 
 pub mod cloud;
 pub mod cluster;
+pub mod management;
 pub mod scenario;
 pub mod world;

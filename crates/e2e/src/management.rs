@@ -1,0 +1,474 @@
+//! One management cluster: kube-apiserver + etcd with Cluster API v1.14's CRDs, the three
+//! Cluster API managers, the workload-cluster emulator, and capo's manager in-process. Started on
+//! a thread and runtime of its own (each test has its own runtime, and the manager must outlive
+//! every one of them); the processes die with the test binary (the test kit's watchdog).
+//!
+//! A test binary may run several (the `clusterctl move` scenario runs two); each one's capo
+//! manager logs to its own file (`<env dir>/capo-controller-manager.log`), through a tracing
+//! dispatcher that is the default on every thread of its runtime, and serves its own metrics.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use capo_testkit::capi::{self, CapiDir, CapiProcess, ClusterApi, ClusterApiOptions, Provider};
+use capo_testkit::{TestEnv, TestEnvOptions};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tracing::Dispatch;
+
+/// Set by `hack/e2e.sh` inside the network namespace it makes.
+pub const NETNS_VAR: &str = "CAPO_E2E_NETNS";
+
+/// The label clusterctl puts on every object it installs; `clusterctl move` discovers the kinds
+/// to move by listing the CRDs that carry it.
+pub const CLUSTERCTL_LABEL: &str = "clusterctl.cluster.x-k8s.io";
+/// The label naming the provider an installed object belongs to.
+pub const PROVIDER_LABEL: &str = "cluster.x-k8s.io/provider";
+/// capo's provider label value (`config/default`), as clusterctl names the provider.
+pub const CAPO_PROVIDER: &str = "infrastructure-openstack";
+
+/// A management cluster with Cluster API and capo running.
+pub struct Management {
+    name: String,
+    env: TestEnv,
+    capi: ClusterApi,
+    emulator: CapiProcess,
+    capo_log: PathBuf,
+    metrics_addr: String,
+}
+
+impl Management {
+    /// Starts a management cluster named `name` (for messages); blocks the calling thread until
+    /// it is ready. Refuses to run outside the tier's loopback-only network namespace.
+    pub fn start(name: &str) -> Result<Management, String> {
+        if std::env::var_os(NETNS_VAR).is_none() || !capi::loopback_only_network() {
+            return Err(format!(
+                "run the end-to-end tier with hack/e2e.sh: Cluster API's managers bind their \
+                 webhook servers on every interface, so the tier runs in a network namespace \
+                 with only loopback ({NETNS_VAR} unset or other interfaces present)"
+            ));
+        }
+        let dir = CapiDir::from_env()
+            .map_err(|e| e.to_string())?
+            .ok_or("CAPO_CAPI_BUILD_DIR is unset: run hack/e2e.sh (it builds Cluster API)")?;
+        let name = name.to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("e2e-{name}"))
+            .spawn(move || run(name, dir, tx))
+            .map_err(|e| format!("starting the management cluster's thread: {e}"))?;
+        rx.recv()
+            .map_err(|_| "the management cluster's thread ended without a result".to_owned())?
+    }
+
+    /// Its name (for messages and figures).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A kube client for the calling test's runtime.
+    pub fn client(&self) -> Client {
+        self.env.client()
+    }
+
+    /// The kubeconfig of its kube-apiserver (what `clusterctl --kubeconfig` takes).
+    pub fn kubeconfig(&self) -> &Path {
+        self.env.kubeconfig_path()
+    }
+
+    /// The `clusterctl` binary of the Cluster API build.
+    pub fn clusterctl(&self) -> PathBuf {
+        self.capi.clusterctl()
+    }
+
+    /// A fresh namespace `<prefix>-<random>`.
+    pub async fn new_namespace(&self, prefix: &str) -> Result<String, String> {
+        self.env
+            .new_namespace(prefix)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Kubernetes API requests made by its capo manager so far (its metrics).
+    pub async fn kube_requests(&self) -> u64 {
+        scrape_counter(&self.metrics_addr, "capo_kube_api_requests_total")
+            .await
+            .unwrap_or(0)
+    }
+
+    /// The path of its capo manager's log.
+    pub fn capo_log(&self) -> &Path {
+        &self.capo_log
+    }
+
+    /// The workload-cluster emulator's log.
+    pub fn emulator_log(&self) -> &Path {
+        self.emulator.log()
+    }
+
+    /// The last `lines` lines of every log: capo's manager, the Cluster API managers, the
+    /// emulator, kube-apiserver.
+    pub fn log_tails(&self, lines: usize) -> String {
+        format!(
+            "--- [{}] capo-controller-manager ({}) ---\n{}\n--- [{}] {} ({}) ---\n{}\n{}\n{}",
+            self.name,
+            self.capo_log.display(),
+            tail(&self.capo_log, lines),
+            self.name,
+            self.emulator.name(),
+            self.emulator.log().display(),
+            self.emulator.tail(lines),
+            self.capi.log_tails(lines),
+            self.env.log_tails(lines / 2),
+        )
+    }
+
+    /// Records what `clusterctl init --infrastructure openstack` leaves in a management cluster
+    /// and `clusterctl move` relies on, for the providers this tier runs as local processes
+    /// (nothing here is installed by clusterctl itself):
+    ///
+    /// - clusterctl's inventory CRD (`providers.clusterctl.cluster.x-k8s.io`): installed by
+    ///   clusterctl itself, on its first contact with a management cluster, from the manifest
+    ///   embedded in the binary, the same code path `clusterctl init` takes. A dry-run
+    ///   `clusterctl move` of `namespace` (what an operator rehearses first) makes that contact;
+    ///   it reads and changes nothing else.
+    /// - the labels clusterctl puts on every component it installs, here on the CRDs: `clusterctl.cluster.x-k8s.io: ""`
+    ///   (move discovers the kinds to move by listing the CRDs carrying it) and
+    ///   `cluster.x-k8s.io/provider: <provider>`. Cluster API's CRDs already have the provider
+    ///   label (the test kit adds it); capo's are labelled `infrastructure-openstack`, which
+    ///   `config/default` adds to the released components. ORC's CRD is not labelled: ORC is
+    ///   installed separately from clusterctl, as with upstream CAPO.
+    /// - one inventory `Provider` per provider, in the namespace clusterctl would install it
+    ///   into (`capi-system`, `capi-kubeadm-bootstrap-system`,
+    ///   `capi-kubeadm-control-plane-system`, `capo-system`), with its name, type and version:
+    ///   move checks that the target has every provider of the source at the same version or
+    ///   newer, and lists Secrets in the infrastructure provider's namespace.
+    pub async fn record_clusterctl_init(&self, namespace: &str) -> Result<(), String> {
+        let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
+        let out = tokio::process::Command::new(self.clusterctl())
+            .args(["move", "--dry-run", "--kubeconfig"])
+            .arg(self.kubeconfig())
+            .args(["--namespace", namespace])
+            .env_clear()
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
+            .output()
+            .await
+            .map_err(|e| format!("running clusterctl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "[{}] clusterctl move --dry-run failed ({}): {}",
+                self.name,
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+
+        let client = self.client();
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for crd in crds
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("listing CRDs: {e}"))?
+        {
+            let provider = match crd.spec.group.as_str() {
+                "infrastructure.cluster.x-k8s.io" => CAPO_PROVIDER,
+                group => match Provider::for_group(group) {
+                    Some(p) => p.provider_label(),
+                    // ORC, and clusterctl's own inventory CRD (labelled by clusterctl).
+                    None => continue,
+                },
+            };
+            let patch = json!({"metadata": {"labels": {
+                CLUSTERCTL_LABEL: "",
+                PROVIDER_LABEL: provider,
+            }}});
+            crds.patch(
+                &crd.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(|e| format!("labelling CRD {}: {e}", crd.name_any()))?;
+        }
+
+        let version = self.capi.version().to_owned();
+        let capo_version = format!("v{}", env!("CARGO_PKG_VERSION"));
+        let providers = [
+            ("capi-system", "cluster-api", "CoreProvider", &version),
+            (
+                "capi-kubeadm-bootstrap-system",
+                "kubeadm",
+                "BootstrapProvider",
+                &version,
+            ),
+            (
+                "capi-kubeadm-control-plane-system",
+                "kubeadm",
+                "ControlPlaneProvider",
+                &version,
+            ),
+            (
+                "capo-system",
+                "openstack",
+                "InfrastructureProvider",
+                &capo_version,
+            ),
+        ];
+        for (ns, provider_name, kind, version) in providers {
+            let label = match kind {
+                "BootstrapProvider" => format!("bootstrap-{provider_name}"),
+                "ControlPlaneProvider" => format!("control-plane-{provider_name}"),
+                "InfrastructureProvider" => format!("infrastructure-{provider_name}"),
+                _ => provider_name.to_owned(),
+            };
+            ensure_namespace(&client, ns).await?;
+            let api = crate::cluster::api(
+                &client,
+                ns,
+                "clusterctl.cluster.x-k8s.io",
+                "v1alpha3",
+                "Provider",
+            );
+            let object = json!({
+                "apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3",
+                "kind": "Provider",
+                "metadata": {
+                    "name": label,
+                    "namespace": ns,
+                    "labels": {
+                        CLUSTERCTL_LABEL: "",
+                        "clusterctl.cluster.x-k8s.io/core": "inventory",
+                        PROVIDER_LABEL: label,
+                    },
+                },
+                "providerName": provider_name,
+                "type": kind,
+                "version": version,
+            });
+            let object = serde_json::from_value(object).map_err(|e| e.to_string())?;
+            match api.create(&PostParams::default(), &object).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(format!("creating Provider {ns}/{label}: {e}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn ensure_namespace(client: &Client, name: &str) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::Namespace;
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns =
+        serde_json::from_value(json!({"metadata": {"name": name}})).map_err(|e| e.to_string())?;
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(format!("creating namespace {name}: {e}")),
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+thread_local! {
+    /// The management cluster's dispatcher, the default on each thread of its runtime.
+    static THREAD_DISPATCH: RefCell<Option<tracing::dispatcher::DefaultGuard>> =
+        const { RefCell::new(None) };
+}
+
+type ManagerTask = tokio::task::JoinHandle<capo_manager::Result<()>>;
+
+/// The management cluster's thread: builds its runtime (every thread of which logs through the
+/// cluster's own dispatcher), starts everything, reports, then keeps capo's manager running
+/// until the test binary exits.
+fn run(name: String, dir: CapiDir, tx: std::sync::mpsc::Sender<Result<Management, String>>) {
+    // The log file lives in the environment's directory, which exists only once the
+    // environment started; until then the dispatcher writes nothing.
+    let sink = LogSink::default();
+    let dispatch = dispatcher(&sink);
+    // The first management cluster's log also takes events from threads of no runtime of
+    // ours (the tests' own sessions), as the tier's single log did.
+    let _ = tracing::dispatcher::set_global_default(dispatch.clone());
+    let on_start = dispatch.clone();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || {
+            let guard = tracing::dispatcher::set_default(&on_start);
+            THREAD_DISPATCH.with(|d| *d.borrow_mut() = Some(guard));
+        })
+        .on_thread_stop(|| {
+            THREAD_DISPATCH.with(|d| d.borrow_mut().take());
+        })
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = tx.send(Err(format!("[{name}] runtime: {e}")));
+            return;
+        }
+    };
+    tracing::dispatcher::with_default(&dispatch, || {
+        rt.block_on(async move {
+            match start_async(&name, dir, &sink).await {
+                Ok((management, manager)) => {
+                    let _ = tx.send(Ok(management));
+                    // The manager runs until the test binary exits.
+                    if let Err(e) = manager.await {
+                        eprintln!("capo-e2e: [{name}] capo's manager stopped: {e}");
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(format!("[{name}] {e}")));
+                }
+            }
+        })
+    });
+}
+
+/// Where a management cluster's dispatcher writes: nowhere until [`LogSink::open`].
+#[derive(Clone, Default)]
+struct LogSink(std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>);
+
+impl LogSink {
+    fn open(&self, path: &Path) -> Result<(), String> {
+        let file =
+            std::fs::File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(file);
+        Ok(())
+    }
+}
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut file = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match file.as_mut() {
+            Some(f) => f.write(buf),
+            None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut file = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        file.as_mut().map_or(Ok(()), std::io::Write::flush)
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogSink {
+    type Writer = LogSink;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+fn dispatcher(sink: &LogSink) -> Dispatch {
+    let filter = tracing_subscriber::EnvFilter::new(capo_manager::logging::filter_for(1));
+    Dispatch::new(
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(sink.clone())
+            .finish(),
+    )
+}
+
+async fn start_async(
+    name: &str,
+    dir: CapiDir,
+    sink: &LogSink,
+) -> Result<(Management, ManagerTask), String> {
+    capo_openstack::tls::ensure_crypto_provider();
+    let env = TestEnv::start_with(TestEnvOptions::default().cluster_api(dir.clone()))
+        .await
+        .map_err(|e| format!("kube-apiserver with Cluster API's CRDs: {e}"))?;
+    let capi = ClusterApi::start(&env, &dir, ClusterApiOptions::default())
+        .await
+        .map_err(|e| format!("Cluster API managers: {e}"))?;
+    let emulator = capi
+        .spawn_emulator(None, &[])
+        .map_err(|e| format!("workload-cluster emulator: {e}"))?;
+
+    let capo_log = env.dir().join("capo-controller-manager.log");
+    sink.open(&capo_log)?;
+    let metrics_port = free_port()?;
+    let flags = capo_manager::Flags::parse_go_style([
+        "capo-controller-manager".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig_path().display()),
+        format!("--health-addr=127.0.0.1:{}", free_port()?),
+        format!("--diagnostics-address=127.0.0.1:{metrics_port}"),
+        "--insecure-diagnostics".to_owned(),
+        // capo's admission webhooks are not registered in this tier (docs/testing.md).
+        "--webhook-port=0".to_owned(),
+    ])
+    .map_err(|e| format!("manager flags: {e}"))?;
+    let manager = tokio::spawn(capo_manager::run_with(flags, tune, std::future::pending()));
+    eprintln!(
+        "capo-e2e: management cluster {name} ready (Cluster API {}; capo's log {})",
+        capi.version(),
+        capo_log.display()
+    );
+    Ok((
+        Management {
+            name: name.to_owned(),
+            env,
+            capi,
+            emulator,
+            capo_log,
+            metrics_addr: format!("127.0.0.1:{metrics_port}"),
+        },
+        manager,
+    ))
+}
+
+/// capo-sim's transitions take hundreds of milliseconds, so waits on progress start short (the
+/// demo's pacing; production defaults start at 5 s). A converged server is looked at again
+/// every 30 s instead of every 10 minutes (`--sync-period`), so a server deleted behind capo's
+/// back is reported within a scenario's patience.
+fn tune(o: &mut capo_manager::ControllerOptions) {
+    o.sync_period = Duration::from_secs(30);
+    o.requeue_pending = Duration::from_millis(250);
+    o.requeue_pending_max = Duration::from_secs(2);
+    o.backoff_min = Duration::from_millis(200);
+    o.backoff_max = Duration::from_secs(5);
+    o.slow_retry = Duration::from_secs(5);
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("picking a free port: {e}"))
+}
+
+/// The value of the unlabelled counter `name` on `http://<addr>/metrics`.
+async fn scrape_counter(addr: &str, name: &str) -> Option<u64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.ok()?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
