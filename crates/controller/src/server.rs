@@ -82,7 +82,12 @@ pub async fn run(
         cache: LookupCache::new(LOOKUP_TTL),
         holds: hold::Holds::default(),
     });
-    Controller::new(servers, wc)
+    let controller = Controller::new(servers, wc.clone());
+    let store = controller.store();
+    controller
+        .watches_stream(pause_changes(&sctx.ctx, wc), move |c: Cluster| {
+            servers_of_cluster(&store, &c)
+        })
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(
@@ -92,6 +97,41 @@ pub async fn run(
         )
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// Cluster API Clusters, passed on only when first seen and when `spec.paused` flips: a paused
+/// server waits for a change, and resuming its Cluster is that change (`clusterctl move`
+/// creates the servers in the target while the Cluster is paused, then resumes it). The
+/// Clusters' frequent status writes are filtered out.
+fn pause_changes(
+    ctx: &Context,
+    wc: kube::runtime::watcher::Config,
+) -> impl futures::Stream<Item = std::result::Result<Cluster, kube::runtime::watcher::Error>>
++ Send
++ 'static {
+    use kube::runtime::WatchStreamExt;
+    kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(
+            |c: &Cluster| Some(u64::from(c.is_paused())),
+            Default::default(),
+        )
+}
+
+/// The servers labelled with the Cluster's name in its namespace.
+fn servers_of_cluster(
+    store: &kube::runtime::reflector::Store<OpenStackServer>,
+    cluster: &Cluster,
+) -> Vec<kube::runtime::reflector::ObjectRef<OpenStackServer>> {
+    let ns = cluster.namespace();
+    let name = cluster.name_any();
+    store
+        .state()
+        .into_iter()
+        .filter(|s| s.namespace() == ns && s.labels().get(CLUSTER_NAME_LABEL) == Some(&name))
+        .map(|s| kube::runtime::reflector::ObjectRef::from_obj(&*s))
+        .collect()
 }
 
 async fn reconcile(oss: Arc<OpenStackServer>, sctx: Arc<ServerContext>) -> Result<Action> {

@@ -121,3 +121,65 @@ async fn delete_after_move_and_image_deletion_leaves_nothing() {
         [0, 0, 0, 0]
     );
 }
+
+/// `clusterctl move` recreates the servers while their Cluster is paused and resumes the
+/// Cluster afterwards: the servers, untouched since they were created, must pick up again when
+/// the Cluster resumes (found by the end-to-end `clusterctl move` scenario).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moved_server_resumes_with_its_cluster() {
+    let h = Harness::new("move-resume").await;
+    let c = start(&h);
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-rs", false, MACHINE).await;
+    wait_machine_ready(&h, "w-rs").await;
+    let instance = servers(&h)
+        .get("w-rs")
+        .await
+        .unwrap()
+        .status
+        .and_then(|s| s.instance_id)
+        .expect("instance id");
+    drop(c);
+    h.set_cluster_paused("c1", true).await;
+    move_server(&h, "w-rs").await;
+    let _c = start(&h);
+    // The new manager sees the paused Cluster and records it on the server.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = servers(&h).get("w-rs").await.unwrap();
+        let paused = s.status.as_ref().is_some_and(|st| {
+            st.conditions
+                .iter()
+                .any(|c| c.r#type == "Paused" && c.status == "True")
+        });
+        if paused {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "server never paused");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    h.set_cluster_paused("c1", false).await;
+    // Nothing touches the server: resuming the Cluster alone brings it back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = servers(&h).get("w-rs").await.unwrap();
+        if let Some(st) = s.status.as_ref().filter(|st| st.ready) {
+            assert_eq!(
+                st.instance_id.as_deref(),
+                Some(instance.as_str()),
+                "same server"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not resume with its Cluster: {:?}",
+            s.status
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(named(&h, "servers", "w-rs"), 1, "no second server");
+    delete_machine(&h, "w-rs").await;
+    wait_machine_gone(&h, "w-rs", 60).await;
+}
