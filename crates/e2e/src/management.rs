@@ -410,17 +410,23 @@ async fn start_async(
     let capo_log = env.dir().join("capo-controller-manager.log");
     sink.open(&capo_log)?;
     let metrics_port = free_port()?;
+    // capo's admission webhooks serve the certificate the environment made for Cluster API's.
+    let (cert_dir, ca_pem) = env
+        .webhook_certs()
+        .ok_or("the environment has no webhook certificate")?;
+    let webhook_port = free_port()?;
     let flags = capo_manager::Flags::parse_go_style([
         "capo-controller-manager".to_owned(),
         format!("--kubeconfig={}", env.kubeconfig_path().display()),
         format!("--health-addr=127.0.0.1:{}", free_port()?),
         format!("--diagnostics-address=127.0.0.1:{metrics_port}"),
         "--insecure-diagnostics".to_owned(),
-        // capo's admission webhooks are not registered in this tier (docs/testing.md).
-        "--webhook-port=0".to_owned(),
+        format!("--webhook-port={webhook_port}"),
+        format!("--webhook-cert-dir={}", cert_dir.display()),
     ])
     .map_err(|e| format!("manager flags: {e}"))?;
     let manager = tokio::spawn(capo_manager::run_with(flags, tune, std::future::pending()));
+    install_capo_webhooks(&env.client(), webhook_port, ca_pem).await?;
     eprintln!(
         "capo-e2e: management cluster {name} ready (Cluster API {}; capo's log {})",
         capi.version(),
@@ -437,6 +443,60 @@ async fn start_async(
         },
         manager,
     ))
+}
+
+/// Registers capo's shipped `config/webhook/manifests.yaml`, pointed at the in-process
+/// manager's webhook server, and waits until the API server enforces it: a dry-run create of an
+/// OpenStackMachineTemplate that sets a providerID (schema-valid, refused by capo's webhook)
+/// must come back refused by the webhook.
+async fn install_capo_webhooks(client: &Client, port: u16, ca_pem: &str) -> Result<(), String> {
+    let manifests =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/webhook/manifests.yaml");
+    capi::install_webhook_manifests(client, &manifests, "capo", port, ca_pem)
+        .await
+        .map_err(|e| format!("capo's webhook configuration: {e}"))?;
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "infrastructure.cluster.x-k8s.io",
+            "v1beta1",
+            "OpenStackMachineTemplate",
+        )),
+    );
+    let probe: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+        "kind": "OpenStackMachineTemplate",
+        "metadata": {"name": "capo-e2e-webhook-probe", "namespace": "default"},
+        "spec": {"template": {"spec": {
+            "flavor": "m1.small",
+            "image": {"filter": {"name": "probe"}},
+            "providerID": "openstack:///probe",
+        }}},
+    }))
+    .map_err(|e| format!("webhook probe: {e}"))?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let last = match api.create(&dry_run, &probe).await {
+            Err(kube::Error::Api(e))
+                if e.message.contains("validation.openstackmachinetemplate") =>
+            {
+                return Ok(());
+            }
+            Err(e) => e.to_string(),
+            Ok(_) => "the invalid probe was admitted".to_owned(),
+        };
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "capo's admission webhooks not enforced after 30 s: {last}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// capo-sim's transitions take hundreds of milliseconds, so waits on progress start short (the

@@ -625,6 +625,32 @@ async fn bad_input_is_reported_on_machines_and_converges_once_fixed() {
     };
     assert!(err.contains("OPENSTACK_IMAGE_NAME"), "{err}");
 
+    // Invalid input is refused at admission by capo's webhook, naming the field.
+    let invalid = "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachineTemplate
+metadata:
+  name: e2e-bad-invalid
+spec:
+  template:
+    spec:
+      flavor: m1.small
+      image:
+        filter:
+          name: ubuntu-2404-kube-v1.34
+      providerID: openstack:///set-by-hand
+";
+    match capo_testkit::apply_yaml(&s.client, &s.ns, invalid, false).await {
+        Ok(Err(rejected)) => {
+            let text = format!("{rejected:?}");
+            assert!(
+                text.contains("spec.template.spec.providerID"),
+                "refused without naming the field: {text}"
+            );
+        }
+        Ok(Ok(_)) => s.fail("an OpenStackMachineTemplate with a providerID was admitted"),
+        Err(e) => s.fail(&format!("applying the invalid template: {e}")),
+    }
+
     bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 1).await;
 
     // A flavor that does not exist: the new worker says so, nothing is created for it.
