@@ -106,31 +106,42 @@ impl Cloud {
         let admin = SessionCache::new(ClientConfig::default(), ApiMetrics::unregistered())
             .session(&creds)
             .map_err(|e| format!("admin session: {e}"))?;
-        let before = self.sim.control().requests().len();
         let body = serde_json::json!({"quota": {key: value}});
-        let sent = admin
-            .send(&Request::put(
-                Service::Network,
-                format!("quotas/{}", self.project_id),
-                "quota_update",
-                body,
-            ))
-            .await;
+        let put = Request::put(
+            Service::Network,
+            format!("quotas/{}", self.project_id),
+            "quota_update",
+            body,
+        );
+        self.as_operator(admin.send(&put), |r| {
+            r.method == "PUT" && r.path.contains("quotas")
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("setting the {key} quota: {e}"))
+    }
+
+    /// Runs an operator's call (not capo's) and leaves its requests out of [`Cloud::requests`]:
+    /// the one request `call_request` recognises and the token its fresh session asked for.
+    /// capo's requests may interleave, hence the recognition rather than a plain count.
+    async fn as_operator<T>(
+        &self,
+        call: impl std::future::Future<Output = T>,
+        call_request: impl Fn(&capo_sim::LogEntry) -> bool,
+    ) -> T {
+        let before = self.sim.control().requests().len();
+        let out = call.await;
         let ours = self
             .sim
             .control()
             .requests()
             .iter()
             .skip(before)
-            .filter(|r| {
-                (r.method == "PUT" && r.path.contains("quotas"))
-                    || (r.method == "POST" && r.path.ends_with("/auth/tokens"))
-            })
+            .filter(|r| call_request(r) || (r.method == "POST" && r.path.ends_with("/auth/tokens")))
             .count();
         self.operator_requests
             .fetch_add(ours.min(2), Ordering::SeqCst);
-        sent.map(|_| ())
-            .map_err(|e| format!("setting the {key} quota: {e}"))
+        out
     }
 
     /// A session of the scenario's user (its requests land in the simulator's log too).
@@ -145,27 +156,13 @@ impl Cloud {
     /// Deletes a server through Nova, behind capo's back; its requests are left out of
     /// [`Cloud::requests`].
     pub async fn delete_server(&self, id: &str) -> Result<(), String> {
-        let before = self.sim.control().requests().len();
-        let sent = self
-            .session()?
-            .send(&compute::delete_server_request(id))
-            .await;
-        // Capo's requests may interleave; only the scenario's session sent these two routes.
-        let ours = self
-            .sim
-            .control()
-            .requests()
-            .iter()
-            .skip(before)
-            .filter(|r| {
-                (r.method == "DELETE" && r.path.contains(id))
-                    || (r.method == "POST" && r.path.ends_with("/auth/tokens"))
-            })
-            .count();
-        self.operator_requests
-            .fetch_add(ours.min(2), Ordering::SeqCst);
-        sent.map(|_| ())
-            .map_err(|e| format!("deleting server {id}: {e}"))
+        let session = self.session()?;
+        self.as_operator(session.send(&compute::delete_server_request(id)), |r| {
+            r.method == "DELETE" && r.path.contains(id)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("deleting server {id}: {e}"))
     }
 
     /// clouds.yaml of the scenario's user (cloud [`CLOUD`]).
