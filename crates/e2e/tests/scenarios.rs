@@ -653,56 +653,70 @@ spec:
 
     bring_up(&s, cluster, "cluster-template-without-lb.yaml", 1, 1).await;
 
-    // A flavor that does not exist: the new worker says so, nothing is created for it.
+    // A flavor, then an image, that does not exist: the new worker says so, nothing is created
+    // for it; pointing the MachineDeployment back at the good template converges.
     let osmt = cluster::infra(&s.client, &s.ns, "OpenStackMachineTemplate");
     let good = osmt
         .get(&format!("{cluster}-md-0"))
         .await
         .unwrap_or_else(|e| s.fail(&e.to_string()));
-    let mut spec = serde_json::to_value(&good).unwrap_or_default()["spec"].clone();
-    spec["template"]["spec"]["flavor"] = json!("m1.nonexistent");
-    s.apply(&format!(
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: OpenStackMachineTemplate\nmetadata:\n  name: {cluster}-md-bad\nspec: {spec}\n"
-    ))
-    .await;
+    let good_spec = serde_json::to_value(&good).unwrap_or_default()["spec"].clone();
     let md = capi(&s.client, &s.ns, "MachineDeployment");
     let point_at = |template: String| json!({"spec": {"template": {"spec": {"infrastructureRef": {"name": template}}}}});
-    md.patch(
-        &format!("{cluster}-md-0"),
-        &PatchParams::default(),
-        &Patch::Merge(point_at(format!("{cluster}-md-bad"))),
-    )
-    .await
-    .unwrap_or_else(|e| s.fail(&e.to_string()));
-    let servers_before = s.cloud.resources().get("servers").map_or(0, Vec::len);
-    let said = cluster::poll("the bad flavor named on a Machine", UP, || async {
-        let ms = cluster::machines(&s.client, &s.ns, cluster).await;
-        ms.iter()
-            .map(infrastructure_message)
-            .find(|msg| msg.contains("m1.nonexistent"))
-            .ok_or_else(|| cluster::describe_machines(&ms))
-    })
-    .await
-    .unwrap_or_else(|e| s.fail(&e));
-    println!("e2e figures: {} / unknown flavor reported: {said}", s.name);
-    assert_eq!(
-        s.cloud.resources().get("servers").map_or(0, Vec::len),
-        servers_before,
-        "a server was created for a flavor that does not exist"
-    );
-    // Fixed by pointing the MachineDeployment back at a good template: converges, no leak.
-    md.patch(
-        &format!("{cluster}-md-0"),
-        &PatchParams::default(),
-        &Patch::Merge(point_at(format!("{cluster}-md-0"))),
-    )
-    .await
-    .unwrap_or_else(|e| s.fail(&e.to_string()));
-    wait_machines_running(&s.client, &s.ns, cluster, 2, UP)
+    for (field, value, needle) in [
+        ("flavor", json!("m1.nonexistent"), "m1.nonexistent"),
+        (
+            "image",
+            json!({"filter": {"name": "no-such-image"}}),
+            "no-such-image",
+        ),
+    ] {
+        let mut spec = good_spec.clone();
+        spec["template"]["spec"][field] = value;
+        s.apply(&format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: OpenStackMachineTemplate\nmetadata:\n  name: {cluster}-md-bad-{field}\nspec: {spec}\n"
+        ))
+        .await;
+        md.patch(
+            &format!("{cluster}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(point_at(format!("{cluster}-md-bad-{field}"))),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+        let servers_before = s.cloud.resources().get("servers").map_or(0, Vec::len);
+        let said = cluster::poll(
+            &format!("the bad {field} named on a Machine"),
+            UP,
+            || async {
+                let ms = cluster::machines(&s.client, &s.ns, cluster).await;
+                ms.iter()
+                    .map(infrastructure_message)
+                    .find(|msg| msg.contains(needle))
+                    .ok_or_else(|| cluster::describe_machines(&ms))
+            },
+        )
         .await
         .unwrap_or_else(|e| s.fail(&e));
+        println!("e2e figures: {} / unknown {field} reported: {said}", s.name);
+        assert_eq!(
+            s.cloud.resources().get("servers").map_or(0, Vec::len),
+            servers_before,
+            "a server was created with an {field} that does not exist"
+        );
+        md.patch(
+            &format!("{cluster}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(point_at(format!("{cluster}-md-0"))),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+        wait_machines_running(&s.client, &s.ns, cluster, 2, UP)
+            .await
+            .unwrap_or_else(|e| s.fail(&e));
+    }
 
-    // Quota exhausted mid-scale: room for one more port only, three more workers asked for.
+    // Quota exhausted mid-scale: room for one more port only, two more workers asked for.
     let ports = s.cloud.resources().get("ports").map_or(0, Vec::len) as i64;
     s.cloud
         .set_network_quota("port", ports + 1)
