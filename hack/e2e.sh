@@ -9,6 +9,7 @@
 #   hack/e2e.sh                      every scenario
 #   hack/e2e.sh kcp_scaling          the scenarios whose name contains the filter (cargo's)
 #   hack/e2e.sh clusterctl_move      the move scenario (crates/e2e/tests/move.rs)
+#   hack/e2e.sh demo_                the demo run as hack/demo.sh runs it (crates/demo/tests/demo.rs)
 #
 # CAPO_E2E_KEEP=1 keeps each scenario's logs (printed at the end of a failing scenario).
 set -euo pipefail
@@ -32,7 +33,7 @@ export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
 say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
 
 # Build outside the namespace (crates.io is not reachable inside it).
-cargo test --locked -p capo-e2e -p capo-testkit --test scenarios --test move --test capi --no-run
+cargo test --locked -p capo-e2e -p capo-testkit -p capo-demo --test scenarios --test move --test capi --test demo --no-run
 
 # Root can make a network namespace directly; anyone else needs a user namespace for it.
 userns=()
@@ -45,6 +46,7 @@ exec unshare --net "${userns[@]}" -- bash -c '
     cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
   fi
   # Each test binary is a process with its own management cluster(s): scenarios.rs shares one,
-  # move.rs (clusterctl move) has a source and a target of its own.
-  exec cargo test --offline --locked --no-fail-fast -p capo-e2e --test scenarios --test move -- --test-threads 1 --nocapture "$@"
+  # move.rs (clusterctl move) has a source and a target of its own; the demo test runs the
+  # capo-demo binary (hack/demo.sh), which starts its own.
+  exec cargo test --offline --locked --no-fail-fast -p capo-e2e -p capo-demo --test scenarios --test move --test demo -- --test-threads 1 --nocapture "$@"
 ' e2e "$@"

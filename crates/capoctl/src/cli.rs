@@ -2,13 +2,11 @@
 //! function; later ones (`inventory`) slot in the same way.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::cloud_conf::{self, Flavor};
 use crate::clouds;
-use crate::demo;
 use crate::env::{self, Format};
 use crate::error::Result;
 use crate::inventory;
@@ -37,13 +35,6 @@ pub enum Command {
     ///
     /// The same file upstream's templates/create_cloud_conf.sh prints.
     CloudConf(CloudConfArgs),
-    /// Run capo end to end on this machine against capo-sim (no cloud needed)
-    ///
-    /// Starts capo-sim, a local kube-apiserver + etcd (from hack/test-env.sh; hack/demo.sh sets
-    /// it up) and capo-controller-manager, applies a sample cluster (3 control-plane and 2
-    /// worker machines, Octavia load balancer, BA/ACP extension), shows progress until it is
-    /// Ready, prints its endpoint and Ansible inventory, then deletes it and stops everything.
-    Demo(DemoArgs),
     /// Print a cluster's Ansible inventory (or variables) from the management cluster
     ///
     /// Reads the Secret <cluster>-ansible that capo writes for Ansible bootstrap and
@@ -71,23 +62,6 @@ pub struct InventoryArgs {
     /// Write inventory.yaml, vars.yaml and id_ed25519 into DIR instead of printing.
     #[arg(long, value_name = "DIR")]
     pub write: Option<PathBuf>,
-}
-
-/// `capoctl demo` arguments.
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Keep everything running once the cluster is Ready (until Ctrl-C) instead of tearing down.
-    #[arg(long)]
-    pub keep: bool,
-    /// Fail when the cluster is not Ready within this time (Go duration: 90s, 5m).
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = capo_manager::duration::parse_go_duration)]
-    pub timeout: Duration,
-    /// Name of the sample cluster.
-    #[arg(long, value_name = "NAME", default_value = "demo")]
-    pub cluster_name: String,
-    /// Verbosity of the manager's log file (klog style, as the manager's -v).
-    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 2)]
-    pub verbosity: u8,
 }
 
 /// Selecting a cloud from a clouds.yaml.
@@ -129,7 +103,6 @@ pub fn run(cli: Cli) -> Result<String> {
     match cli.command {
         Command::Env(args) => run_env(&args),
         Command::CloudConf(args) => run_cloud_conf(&args),
-        Command::Demo(args) => run_demo(&args),
         Command::Inventory(args) => inventory::run(&inventory::InventoryOptions {
             kubeconfig: args.kubeconfig,
             namespace: args.namespace,
@@ -138,16 +111,6 @@ pub fn run(cli: Cli) -> Result<String> {
             write_to: args.write,
         }),
     }
-}
-
-fn run_demo(args: &DemoArgs) -> Result<String> {
-    demo::run(&demo::DemoOptions {
-        keep: args.keep,
-        timeout: args.timeout,
-        cluster: args.cluster_name.clone(),
-        verbosity: args.verbosity,
-    })?;
-    Ok(String::new())
 }
 
 fn run_env(args: &EnvArgs) -> Result<String> {

@@ -49,9 +49,6 @@ pub enum Error {
     /// `capoctl inventory` failed (kubeconfig, missing Secret, writing files).
     #[error("inventory: {0}")]
     Inventory(String),
-    /// `capoctl demo` failed (a step, a timeout, an interruption); the message says which.
-    #[error("demo: {0}")]
-    Demo(String),
 }
 
 fn list(names: &[String]) -> String {

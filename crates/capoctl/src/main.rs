@@ -3,7 +3,6 @@
 mod cli;
 mod cloud_conf;
 mod clouds;
-mod demo;
 mod env;
 mod error;
 mod inventory;

@@ -1,17 +1,20 @@
-//! Progress lines: facts read from the objects' status (resource IDs, addresses, conditions),
-//! each printed once when it appears or changes.
+//! Progress lines: facts read from the objects' status (Cluster API's replicas, phases and node
+//! names; capo's resource IDs, addresses, conditions), each printed once when it appears or
+//! changes, and once more when its object is gone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Instant;
 
 use serde_json::Value;
 
-/// Prints `[  12.3s] text` lines on stdout; remembers facts to print only changes.
+/// Prints `[  12.3s] text` lines on stdout; remembers facts to print only changes, and the
+/// objects seen to print their disappearance.
 #[derive(Debug)]
 pub struct Printer {
     start: Instant,
     facts: BTreeMap<String, String>,
+    seen: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Printer {
@@ -20,6 +23,7 @@ impl Printer {
         Self {
             start: Instant::now(),
             facts: BTreeMap::new(),
+            seen: BTreeMap::new(),
         }
     }
 
@@ -47,6 +51,18 @@ impl Printer {
             }
         }
     }
+
+    /// The objects of `kind` listed just now: prints `<kind> <name>: deleted` for each one seen
+    /// before and missing now, and forgets its facts (a new object of the same name starts
+    /// afresh).
+    pub fn present(&mut self, kind: &str, names: BTreeSet<String>) {
+        let before = self.seen.insert(kind.to_owned(), names.clone());
+        for gone in before.unwrap_or_default().difference(&names) {
+            let prefix = format!("{kind} {gone}/");
+            self.facts.retain(|k, _| !k.starts_with(&prefix));
+            self.line(format!("{kind} {gone}: deleted"));
+        }
+    }
 }
 
 fn s<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -60,8 +76,9 @@ fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-/// Condition lines: `<kind> <name>: <Type>=<Status> (<reason>)`, one fact per condition type.
-fn conditions(prefix: &str, obj: &Value) -> Vec<(String, String)> {
+/// Condition lines: `<kind> <name>: <Type>=<Status> (<reason>)`, one fact per condition type
+/// (only the types in `only`, when given).
+fn conditions(prefix: &str, obj: &Value, only: Option<&[&str]>) -> Vec<(String, String)> {
     let list = obj["status"]["conditions"]
         .as_array()
         .cloned()
@@ -69,6 +86,9 @@ fn conditions(prefix: &str, obj: &Value) -> Vec<(String, String)> {
     list.iter()
         .filter_map(|c| {
             let ty = s(c, &["type"])?;
+            if only.is_some_and(|o| !o.contains(&ty)) {
+                return None;
+            }
             let status = s(c, &["status"]).unwrap_or("Unknown");
             let text = match (status, s(c, &["reason"])) {
                 ("True", _) | (_, None) => format!("{prefix}: {ty}={status}"),
@@ -80,7 +100,7 @@ fn conditions(prefix: &str, obj: &Value) -> Vec<(String, String)> {
 }
 
 /// Facts of an OpenStackCluster: network, subnet, router, security groups, load balancer,
-/// endpoint, failure domains, BA/ACP extension status, conditions, readiness.
+/// endpoint, failure domains, BA/ACP extension status, conditions (readiness among them).
 pub fn cluster_facts(osc: &Value) -> Vec<(String, String)> {
     let name = s(osc, &["metadata", "name"]).unwrap_or("?");
     let p = format!("OpenStackCluster {name}");
@@ -134,14 +154,7 @@ pub fn cluster_facts(osc: &Value) -> Vec<(String, String)> {
     );
     fact("fd", failure_domains(st));
     fact("ext", extension_status(st));
-    fact(
-        "ready",
-        st["ready"]
-            .as_bool()
-            .filter(|r| *r)
-            .map(|_| "Ready".to_owned()),
-    );
-    out.extend(conditions(&p, osc));
+    out.extend(conditions(&p, osc, None));
     out
 }
 
@@ -202,7 +215,8 @@ fn extension_status(st: &Value) -> Option<String> {
     (!set.is_empty()).then(|| format!("extension status {}", set.join(" ")))
 }
 
-/// Facts of one OpenStackMachine: server state, addresses, providerID, conditions, readiness.
+/// Facts of one OpenStackMachine: server state, addresses, conditions (readiness among them; the
+/// providerID is printed with its Machine).
 pub fn machine_facts(osm: &Value) -> Vec<(String, String)> {
     let name = s(osm, &["metadata", "name"]).unwrap_or("?");
     let p = format!("OpenStackMachine {name}");
@@ -218,11 +232,7 @@ pub fn machine_facts(osm: &Value) -> Vec<(String, String)> {
             format!("{p}: addresses {}", addrs.join(", ")),
         ));
     }
-    if st["ready"].as_bool() == Some(true) {
-        let pid = s(osm, &["spec", "providerID"]).unwrap_or("-");
-        out.push((format!("{p}/ready"), format!("{p}: Ready ({pid})")));
-    }
-    out.extend(conditions(&p, osm));
+    out.extend(conditions(&p, osm, None));
     out
 }
 
@@ -239,9 +249,100 @@ pub fn ip_addresses(osm: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Whether `obj.status.ready` is true.
-pub fn is_ready(obj: &Value) -> bool {
-    obj["status"]["ready"].as_bool() == Some(true)
+/// The Cluster conditions worth a line each: how Cluster API sees the cluster come up.
+const CLUSTER_CONDITIONS: [&str; 5] = [
+    "InfrastructureReady",
+    "ControlPlaneInitialized",
+    "ControlPlaneAvailable",
+    "WorkersAvailable",
+    "Available",
+];
+
+/// Facts of a Cluster API Cluster: its phase and its main conditions.
+pub fn capi_cluster_facts(cluster: &Value) -> Vec<(String, String)> {
+    let name = s(cluster, &["metadata", "name"]).unwrap_or("?");
+    let p = format!("Cluster {name}");
+    let mut out = Vec::new();
+    if let Some(phase) = s(cluster, &["status", "phase"]) {
+        out.push((format!("{p}/phase"), format!("{p}: phase {phase}")));
+    }
+    out.extend(conditions(&p, cluster, Some(&CLUSTER_CONDITIONS)));
+    out
+}
+
+/// `<ready>/<desired> replicas ready (<n> exist, <u> up to date, <a> available)`, from the
+/// v1beta2 status of a KubeadmControlPlane or MachineDeployment.
+fn replicas(obj: &Value) -> Option<String> {
+    let st = &obj["status"];
+    let n = st["replicas"].as_i64()?;
+    let want = obj["spec"]["replicas"].as_i64().unwrap_or(n);
+    let count = |k: &str| st[k].as_i64().unwrap_or(0);
+    Some(format!(
+        "{}/{want} replicas ready ({n} exist, {} up to date, {} available)",
+        count("readyReplicas"),
+        count("upToDateReplicas"),
+        count("availableReplicas"),
+    ))
+}
+
+/// Facts of a KubeadmControlPlane: replicas and whether the control plane is initialized.
+pub fn kcp_facts(kcp: &Value) -> Vec<(String, String)> {
+    let name = s(kcp, &["metadata", "name"]).unwrap_or("?");
+    let p = format!("KubeadmControlPlane {name}");
+    let mut out = Vec::new();
+    if let Some(r) = replicas(kcp) {
+        out.push((format!("{p}/replicas"), format!("{p}: {r}")));
+    }
+    if kcp["status"]["initialization"]["controlPlaneInitialized"].as_bool() == Some(true) {
+        out.push((
+            format!("{p}/initialized"),
+            format!("{p}: control plane initialized"),
+        ));
+    }
+    out
+}
+
+/// Facts of a MachineDeployment: replicas and phase.
+pub fn machine_deployment_facts(md: &Value) -> Vec<(String, String)> {
+    let name = s(md, &["metadata", "name"]).unwrap_or("?");
+    let p = format!("MachineDeployment {name}");
+    let mut out = Vec::new();
+    if let Some(r) = replicas(md) {
+        out.push((format!("{p}/replicas"), format!("{p}: {r}")));
+    }
+    if let Some(phase) = s(md, &["status", "phase"]) {
+        out.push((format!("{p}/phase"), format!("{p}: phase {phase}")));
+    }
+    out
+}
+
+/// Whether a Machine belongs to the control plane (Cluster API's label).
+pub fn is_control_plane(machine: &Value) -> bool {
+    machine["metadata"]["labels"]
+        .get("cluster.x-k8s.io/control-plane")
+        .is_some()
+}
+
+/// Facts of a Cluster API Machine: its phase with its node, and its providerID.
+pub fn capi_machine_facts(machine: &Value) -> Vec<(String, String)> {
+    let name = s(machine, &["metadata", "name"]).unwrap_or("?");
+    let p = format!("Machine {name}");
+    let role = if is_control_plane(machine) {
+        "control plane"
+    } else {
+        "worker"
+    };
+    let mut out = Vec::new();
+    if let Some(phase) = s(machine, &["status", "phase"]) {
+        let node = s(machine, &["status", "nodeRef", "name"])
+            .map(|n| format!(", node {n}"))
+            .unwrap_or_default();
+        out.push((format!("{p}/phase"), format!("{p} ({role}): {phase}{node}")));
+    }
+    if let Some(pid) = s(machine, &["spec", "providerID"]) {
+        out.push((format!("{p}/pid"), format!("{p}: providerID {pid}")));
+    }
+    out
 }
 
 /// The reasons an object is not Ready yet (False/Unknown conditions), for timeout messages.
@@ -300,7 +401,7 @@ mod tests {
             "security groups cp, w",
             "VIP 10.6.0.5, floating IP 172.24.4.10",
             "endpoint https://172.24.4.10:6443",
-            "OpenStackCluster demo: Ready",
+            "OpenStackCluster demo: Ready=True",
             "APIEndpointReady=False (LoadBalancerPending)",
         ] {
             assert!(all.contains(want), "{want} not in\n{all}");
@@ -333,6 +434,65 @@ mod tests {
             "{all:?}"
         );
         assert!(all.contains(&"OpenStackMachine m0: addresses 10.6.0.7".to_owned()));
-        assert!(all.contains(&"OpenStackMachine m0: Ready (openstack:///abc)".to_owned()));
+    }
+
+    #[test]
+    fn cluster_api_facts_follow_the_status() {
+        let kcp = serde_json::json!({
+            "metadata": {"name": "demo-control-plane"},
+            "spec": {"replicas": 3},
+            "status": {"replicas": 2, "readyReplicas": 1, "upToDateReplicas": 2,
+                       "availableReplicas": 1,
+                       "initialization": {"controlPlaneInitialized": true}}
+        });
+        let all: Vec<String> = kcp_facts(&kcp).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            all,
+            [
+                "KubeadmControlPlane demo-control-plane: 1/3 replicas ready (2 exist, 2 up to date, 1 available)",
+                "KubeadmControlPlane demo-control-plane: control plane initialized",
+            ]
+        );
+        let m = serde_json::json!({
+            "metadata": {"name": "demo-control-plane-x", "labels": {"cluster.x-k8s.io/control-plane": ""}},
+            "spec": {"providerID": "openstack:///abc"},
+            "status": {"phase": "Running", "nodeRef": {"name": "demo-control-plane-x"}}
+        });
+        let all: Vec<String> = capi_machine_facts(&m).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            all,
+            [
+                "Machine demo-control-plane-x (control plane): Running, node demo-control-plane-x",
+                "Machine demo-control-plane-x: providerID openstack:///abc",
+            ]
+        );
+        let c = serde_json::json!({
+            "metadata": {"name": "demo"},
+            "status": {"phase": "Provisioned", "conditions": [
+                {"type": "Available", "status": "False", "reason": "NotAvailable"},
+                {"type": "ScalingUp", "status": "True"}]}
+        });
+        let all: Vec<String> = capi_cluster_facts(&c).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(
+            all,
+            [
+                "Cluster demo: phase Provisioned",
+                "Cluster demo: Available=False (NotAvailable)",
+            ]
+        );
+    }
+
+    #[test]
+    fn printer_reports_deleted_objects_once() {
+        let mut p = Printer::new();
+        p.facts(vec![(
+            "Machine a/phase".into(),
+            "Machine a: Running".into(),
+        )]);
+        p.present("Machine", ["a".to_owned()].into());
+        p.present("Machine", BTreeSet::new());
+        assert!(p.facts.is_empty());
+        p.present("Machine", BTreeSet::new());
+        assert_eq!(p.seen.get("Machine").map(BTreeSet::len), Some(0));
     }
 }
