@@ -57,7 +57,7 @@ export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
 
 build
 
-say "capo-demo $* (in a network namespace with only loopback)"
+say "capo-demo${*:+ $*} (in a network namespace with only loopback)"
 # Root can make a network namespace directly; anyone else needs a user namespace for it.
 userns=()
 [[ "$(id -u)" == 0 ]] || userns=(--map-root-user)

@@ -364,8 +364,10 @@ pub fn pending_reasons(obj: &Value) -> String {
             )
         })
         .collect();
-    if waiting.is_empty() {
+    if list.is_empty() {
         "no conditions reported yet".to_owned()
+    } else if waiting.is_empty() {
+        "every condition True".to_owned()
     } else {
         waiting.join("; ")
     }

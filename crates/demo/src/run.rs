@@ -160,14 +160,37 @@ fn print_management(mgmt: &Management, p: &Printer) {
         .map(|d| d.display().to_string())
         .unwrap_or_default();
     p.line("management cluster up:");
-    p.raw(format!(
-        "            kube-apiserver + etcd      with Cluster API {version}'s CRDs, capo's and ORC's\n\
-         \x20           Cluster API {version}       core, kubeadm bootstrap (CABPK) and KubeadmControlPlane (KCP) managers, with their webhooks\n\
-         \x20           workload-cluster emulator  plays kubeadm, the kubelets and the cloud-controller-manager at each cluster's endpoint\n\
-         \x20           capo-controller-manager    in-process, controllers: {}\n\
-         \x20           logs                       {dir}/",
-        capo_manager::controllers::CONTROLLERS.join(", "),
-    ));
+    let rows = [
+        (
+            "kube-apiserver + etcd".to_owned(),
+            format!("with Cluster API {version}'s CRDs, capo's and ORC's"),
+        ),
+        (
+            format!("Cluster API {version}"),
+            "core, kubeadm bootstrap (CABPK) and KubeadmControlPlane (KCP) managers, with their \
+             webhooks"
+                .to_owned(),
+        ),
+        (
+            "workload-cluster emulator".to_owned(),
+            "plays kubeadm, the kubelets and the cloud-controller-manager at each cluster's \
+             endpoint"
+                .to_owned(),
+        ),
+        (
+            "capo-controller-manager".to_owned(),
+            format!(
+                "in-process: controllers {}; its admission webhooks registered",
+                capo_manager::controllers::CONTROLLERS.join(", ")
+            ),
+        ),
+        ("logs".to_owned(), format!("{dir}/")),
+    ];
+    let text: Vec<String> = rows
+        .iter()
+        .map(|(what, how)| format!("            {what:<26} {how}"))
+        .collect();
+    p.raw(text.join("\n"));
 }
 
 fn short(id: &str) -> &str {
@@ -284,7 +307,10 @@ impl Demo<'_> {
                     _ => Vec::new(),
                 });
             }
-            p.present(kind, names);
+            // capo's OpenStackServers follow their OpenStackMachines one to one: not printed.
+            if kind != "OpenStackServer" {
+                p.present(kind, names);
+            }
             match kind {
                 "Cluster" => {
                     seen.cluster = items
