@@ -2,7 +2,7 @@
 //! CAPO v0.14's flags (see docs/manager.md).
 //!
 //! - [`flags`]: the command line (upstream names and defaults), [`duration`]: Go durations.
-//! - [`manager::run`]: the manager's life, usable in-process (the `capoctl demo` runs it so).
+//! - [`manager::run`]: the manager's life, usable in-process (the demo and the end-to-end tier run it so).
 //! - [`leader`]: Lease-based leader election compatible with client-go's.
 //! - [`kube_rate`]: `--kube-api-qps`/`--kube-api-burst` as a token bucket in the kube client.
 //! - [`diagnostics`]: `/healthz`, `/readyz`, `/metrics`; [`process_metrics`]: `process_*`.
