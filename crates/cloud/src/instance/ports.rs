@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::owner::{ServerOwner, pick};
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::get_opt;
+use crate::ownership::Ownership;
 
 /// A port made (or adopted) for the server, and its trunk when one was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,13 +102,47 @@ async fn find_port(
     let found: Vec<Port> = net::list(s, PORT, &filter)
         .await
         .ctx(|| format!("list ports {:?}", spec.name))?;
+    let (keep, extra) = split_duplicates(found, |p| owner.classify_tags(&p.tags));
+    for dup in &extra {
+        // A create whose reply was lost (controller killed, client timeout) can still be
+        // committed by Neutron after the rerun looked and created again: two unattached ports
+        // with the server's deterministic name. Keep one, delete the rest, never leak them.
+        tracing::warn!(name = %spec.name, id = %dup.id, "deleting a duplicate port left by a lost create reply");
+        crate::networking::lookup::delete_opt(s, PORT, &dup.id).await?;
+    }
     pick(
         "port",
         &spec.name,
-        found,
+        keep,
         |p| &p.id,
         |p| owner.classify_tags(&p.tags),
     )
+}
+
+/// Splits ports found under one deterministic name into those to consider and unattached
+/// duplicates to delete. Duplicates exist only when more than one port is capo's (ours or
+/// untagged) and at most one of them is attached to a device: the attached one, else a tagged
+/// one, else the lowest ID is kept. Anything else (two attached, another owner's) is left for
+/// [`pick`] to report.
+fn split_duplicates(
+    found: Vec<Port>,
+    class_of: impl Fn(&Port) -> Ownership,
+) -> (Vec<Port>, Vec<Port>) {
+    let (mut mine, foreign): (Vec<Port>, Vec<Port>) = found
+        .into_iter()
+        .partition(|p| !matches!(class_of(p), Ownership::Foreign(_)));
+    let attached = mine.iter().filter(|p| !p.device_id.is_empty()).count();
+    if mine.len() < 2 || attached > 1 {
+        mine.extend(foreign);
+        return (mine, Vec::new());
+    }
+    mine.sort_by(|a, b| {
+        let rank = |p: &Port| (p.device_id.is_empty(), class_of(p) != Ownership::Ours);
+        rank(a).cmp(&rank(b)).then_with(|| a.id.cmp(&b.id))
+    });
+    let extra = mine.split_off(1);
+    mine.extend(foreign);
+    (mine, extra)
 }
 
 /// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
@@ -226,6 +261,62 @@ async fn ensure_trunk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn port(id: &str, device: &str, tags: &[&str]) -> Port {
+        serde_json::from_value(json!({
+            "id": id, "name": "m-0", "network_id": "n", "device_id": device,
+            "tags": tags,
+        }))
+        .unwrap()
+    }
+
+    fn class(p: &Port) -> Ownership {
+        if p.tags.iter().any(|t| t == "ours") {
+            Ownership::Ours
+        } else if p.tags.iter().any(|t| t == "theirs") {
+            Ownership::Foreign("theirs".into())
+        } else {
+            Ownership::Unowned
+        }
+    }
+
+    fn ids(ps: &[Port]) -> Vec<&str> {
+        ps.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    #[test]
+    fn duplicate_creates_keep_one_and_delete_the_unattached_rest() {
+        // Two untagged, unattached: the lowest ID is kept.
+        let (keep, extra) = split_duplicates(vec![port("b", "", &[]), port("a", "", &[])], class);
+        assert_eq!((ids(&keep), ids(&extra)), (vec!["a"], vec!["b"]));
+        // The attached one wins, then a tagged one.
+        let (keep, extra) = split_duplicates(
+            vec![
+                port("a", "", &["ours"]),
+                port("b", "srv", &[]),
+                port("c", "", &[]),
+            ],
+            class,
+        );
+        assert_eq!((ids(&keep), ids(&extra)), (vec!["b"], vec!["a", "c"]));
+        let (keep, extra) =
+            split_duplicates(vec![port("a", "", &[]), port("b", "", &["ours"])], class);
+        assert_eq!((ids(&keep), ids(&extra)), (vec!["b"], vec!["a"]));
+        // Another owner's port is never deleted, and stays for pick to report.
+        let (keep, extra) =
+            split_duplicates(vec![port("a", "", &[]), port("z", "", &["theirs"])], class);
+        assert_eq!(
+            (ids(&keep), ids(&extra)),
+            (vec!["a", "z"], Vec::<&str>::new())
+        );
+        // Two attached ports are not duplicates of a lost reply: nothing is deleted.
+        let (keep, extra) =
+            split_duplicates(vec![port("a", "s1", &[]), port("b", "s2", &[])], class);
+        assert_eq!(
+            (ids(&keep), ids(&extra)),
+            (vec!["a", "b"], Vec::<&str>::new())
+        );
+    }
 
     #[test]
     fn names_and_profile() {
