@@ -1,11 +1,11 @@
 //! The OpenStackCluster controller.
 //!
-//! Reconcile: owner Cluster → pause → finalizer → [`apply`] (network, router, security groups,
-//! API endpoint, failure domains, ready, bastion) or [`cleanup`] (machines gone, bastion, API
-//! floating IPs, load balancer, router, network, security groups).
+//! Reconcile ([`crate::lifecycle`]): owner Cluster → pause → finalizer → [`apply`] (network,
+//! router, security groups, API endpoint, failure domains, ready, bastion) or [`cleanup`]
+//! (machines gone, bastion, API floating IPs, load balancer, router, network, security groups).
 //!
 //! ## Guarantees
-//! - No cloud call before the finalizer is persisted; none while paused or externally managed.
+//! - No cloud call while externally managed (`cluster.x-k8s.io/managed-by`).
 //! - Each step writes the IDs it ensured to status before the next step starts.
 //! - A converged cluster whose spec and status did not change costs at most two OpenStack
 //!   requests per reconcile ([`steady`]); it is fully re-verified every
@@ -25,7 +25,6 @@ mod cleanup;
 mod endpoint;
 mod extensions;
 mod network;
-mod scope;
 mod steady;
 
 use std::sync::Arc;
@@ -39,19 +38,14 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, MANAGED_BY_ANNOTATION};
-use crate::conditions::{self, State};
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
-use crate::runtime::{
-    ensure_finalizer, error_policy, has_paused_annotation, instrumented, primary_stream,
-    remove_finalizer, watcher_config,
-};
+use crate::lifecycle::{self, Owners, Reconciled};
+use crate::runtime::{error_policy, primary_stream, watcher_config};
+use capo_cloud::Owner;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackcluster";
-
-/// Condition type of the v1beta2 contract reporting pause.
-pub const PAUSED_CONDITION: &str = "Paused";
 
 /// Annotation asking the controller to delete security-group rules it did not create
 /// (default: hand-added rules are left alone).
@@ -101,65 +95,87 @@ pub async fn run(
 
 /// One reconcile of an OpenStackCluster (public for tests that drive reconciles directly).
 pub async fn reconcile(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(
-        CONTROLLER,
-        &*osc,
-        &ctx,
-        reconcile_inner(osc.clone(), ctx.clone()),
-    )
-    .await
+    lifecycle::reconcile(osc, ctx).await
 }
 
-async fn reconcile_inner(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Result<Action> {
-    let ns = osc.namespace().unwrap_or_default();
-    let api: Api<OpenStackCluster> = Api::namespaced(ctx.client.clone(), &ns);
-    if osc.annotations().contains_key(MANAGED_BY_ANNOTATION) {
-        tracing::debug!(name = %osc.name_any(), "externally managed; skipped");
-        return Ok(Action::await_change());
+/// One reconcile's view of an OpenStackCluster.
+type Scope<'a> = lifecycle::Scope<'a, OpenStackCluster>;
+
+/// What an OpenStackCluster hangs off.
+pub struct ClusterOwners {
+    /// The Cluster API Cluster (absent while deleting after it went).
+    cluster: Option<Cluster>,
+    /// Its name (from the Cluster, else the owner reference).
+    name: String,
+}
+
+impl Reconciled for OpenStackCluster {
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = CLUSTER_FINALIZER;
+    const INVALID_SPEC_REASON: &'static str = "InvalidSpec";
+    type Status = OpenStackClusterStatus;
+    type CloudOwner = Owner;
+    type Owners = ClusterOwners;
+
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
     }
-    let deleting = osc.metadata.deletion_timestamp.is_some();
-    let cluster = owner_cluster(&ctx, &osc).await?;
-    if cluster.is_none() && !deleting {
-        tracing::info!(namespace = %ns, name = %osc.name_any(), "waiting for the owner Cluster to set an owner reference");
-        return Ok(Action::await_change());
+    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
+        &mut status.conditions
     }
-    let paused = cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(&*osc);
-    if paused {
-        set_paused(&api, &osc, true).await?;
-        return Ok(Action::await_change());
+    fn provisioned(status: &Self::Status) -> bool {
+        status.ready
     }
-    // Record the unpause and carry the new condition into this reconcile, so its own status
-    // writes keep `Paused=False` instead of dropping it.
-    let osc = match set_paused(&api, &osc, false).await? {
-        Some(status) => {
-            let mut o = (*osc).clone();
-            o.status = Some(status);
-            Arc::new(o)
+    fn first_step(_: &Self::Status) -> &'static str {
+        condition_types::READY
+    }
+    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
+        Some(&self.spec.identity_ref)
+    }
+    fn cloud_owner(&self) -> Owner {
+        Owner {
+            uid: crate::runtime::owner_id(self),
+            namespace: self.namespace().unwrap_or_default(),
+            name: self.name_any(),
+            spec_tags: self.spec.tags.clone(),
         }
-        None => osc,
-    };
-    let osc = crate::ansible_driven::with_defaults_arc(osc, cluster.as_ref());
-    let cluster_name = cluster
-        .as_ref()
-        .map(|c| c.name_any())
-        .or_else(|| owner_cluster_name(&osc))
-        .unwrap_or_default();
-    if deleting {
-        if !osc.finalizers().iter().any(|f| f == CLUSTER_FINALIZER) {
-            return Ok(Action::await_change());
+    }
+
+    async fn owners(osc: &Self, ctx: &Context, deleting: bool) -> Result<Owners<ClusterOwners>> {
+        if osc.annotations().contains_key(MANAGED_BY_ANNOTATION) {
+            return Ok(Owners::Skip("externally managed; skipped"));
         }
-        return match cleanup::cleanup(&osc, &cluster_name, &ctx).await? {
-            Some(action) => Ok(action),
-            None => {
-                remove_finalizer(&api, &*osc, CLUSTER_FINALIZER).await?;
-                Ok(Action::await_change())
-            }
-        };
+        let cluster = owner_cluster(ctx, osc).await?;
+        if cluster.is_none() && !deleting {
+            return Ok(Owners::Skip(
+                "waiting for the owner Cluster to set an owner reference",
+            ));
+        }
+        let ns = osc.namespace().unwrap_or_default();
+        ctx.index_cluster(&ns, &extensions::cluster_name(osc), &osc.name_any());
+        let name = cluster
+            .as_ref()
+            .map(|c| c.name_any())
+            .or_else(|| owner_cluster_name(osc))
+            .unwrap_or_default();
+        Ok(Owners::Found(ClusterOwners { cluster, name }))
     }
-    if ensure_finalizer(&api, &*osc, CLUSTER_FINALIZER).await? {
-        return Ok(Action::await_change());
+
+    fn paused(owners: &ClusterOwners) -> bool {
+        owners.cluster.as_ref().is_some_and(Cluster::is_paused)
     }
-    apply::apply(&osc, &ctx).await
+
+    fn effective(osc: Arc<Self>, owners: &ClusterOwners) -> Arc<Self> {
+        crate::ansible_driven::with_defaults_arc(osc, owners.cluster.as_ref())
+    }
+
+    async fn apply(scope: &mut Scope<'_>, _owners: ClusterOwners) -> Result<Action> {
+        apply::apply(scope).await
+    }
+
+    async fn cleanup(scope: &mut Scope<'_>, owners: ClusterOwners) -> Result<Option<Action>> {
+        cleanup::cleanup(scope, &owners.name).await
+    }
 }
 
 fn owner_cluster_name(osc: &OpenStackCluster) -> Option<String> {
@@ -179,27 +195,6 @@ async fn owner_cluster(ctx: &Context, osc: &OpenStackCluster) -> Result<Option<C
         .get_opt(&name)
         .await
         .kctx(|| format!("get Cluster {ns}/{name}"))
-}
-
-/// Record pause in the `Paused` condition; the status written, when a write was needed.
-async fn set_paused(
-    api: &Api<OpenStackCluster>,
-    osc: &OpenStackCluster,
-    paused: bool,
-) -> Result<Option<OpenStackClusterStatus>> {
-    let mut status = osc.status.clone().unwrap_or_default();
-    let current = conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
-    if current == Some(paused) || (current.is_none() && !paused) {
-        return Ok(None);
-    }
-    let state = if paused {
-        State::True
-    } else {
-        State::info("NotPaused", "")
-    };
-    conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
-    crate::status::apply_status(api, &osc.name_any(), &status).await?;
-    Ok(Some(status))
 }
 
 /// Condition types this controller owns, in upstream's names.

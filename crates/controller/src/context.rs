@@ -92,6 +92,9 @@ pub struct Context {
     pub options: Options,
     /// Per-object error backoff.
     pub backoff: Backoff,
+    /// Image, flavor, server group, network, subnet and security group lookups of the
+    /// OpenStackServer controller, shared across servers of one cloud project.
+    pub lookups: crate::server::LookupCache,
     /// Reconcile metrics.
     pub metrics: ReconcileMetrics,
     recorder: Recorder,
@@ -125,6 +128,7 @@ impl Context {
                     instance: std::env::var("POD_NAME").ok(),
                 },
             ),
+            lookups: crate::server::LookupCache::new(crate::server::LOOKUP_TTL),
             converged: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             clusters: Mutex::new(HashMap::new()),

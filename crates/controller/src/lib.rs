@@ -1,7 +1,10 @@
 //! capo's reconcilers.
 //!
+//! - [`lifecycle`]: the one reconcile skeleton and [`lifecycle::Scope`] of every kind.
 //! - [`cluster`]: OpenStackCluster → network, router, security groups, API endpoint, failure
 //!   domains, bastion; and deletion of all of it.
+//! - [`machine`]: OpenStackMachine → its OpenStackServer, state copied back, API traffic.
+//! - [`server`]: OpenStackServer → ports, volumes, server (machines' servers and the bastion).
 //!
 //! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
 //! [`credentials`] (identityRef → session), [`conditions`], [`status`] (server-side apply of
@@ -9,15 +12,15 @@
 //! objects read), [`server_spec`] (machine spec → server spec).
 //!
 //! ## Guarantees common to every controller
-//! - The finalizer is persisted before any cloud call; deletion runs only through it.
+//! The reconcile of every kind runs through [`lifecycle`], which documents them once: owners,
+//! pause, finalizer before any cloud call, status written on change, failures reported by one
+//! mapping, and the object's own status writes never waking it. Besides:
 //! - A worker never waits on OpenStack: work in progress is a requeue after
 //!   [`context::Options::requeue_pending`]; failures requeue with per-object backoff (the
 //!   cloud's Retry-After wins; capacity problems and spec errors retry slowly, never stop).
 //! - Every ID is written to status right after the step that created it; a crash at any point
 //!   is healed by the next reconcile, which finds what exists by recorded ID, then by
 //!   deterministic name + ownership tag (see `capo_cloud`).
-//! - Paused objects (Cluster.spec.paused, or the `cluster.x-k8s.io/paused` annotation) get no
-//!   cloud call and no write except their `Paused` condition.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -30,6 +33,7 @@ pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod fingerprint;
+pub mod lifecycle;
 pub mod machine;
 pub mod metrics;
 pub mod runtime;

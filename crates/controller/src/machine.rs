@@ -1,13 +1,13 @@
 //! The OpenStackMachine controller.
 //!
-//! Reconcile (upstream's flow): owner Machine → Cluster (label `cluster.x-k8s.io/cluster-name`)
+//! Reconcile (upstream's flow, through [`crate::lifecycle`]): owner Machine → Cluster (label `cluster.x-k8s.io/cluster-name`)
 //! → OpenStackCluster (Cluster.spec.infrastructureRef) → pause → wait for cluster
 //! infrastructure (WaitingForClusterInfrastructure) and bootstrap data
 //! (WaitingForBootstrapData) → finalizer → [`apply`] (OpenStackServer named like the machine,
 //! state copied back, API traffic for control-plane machines) or [`cleanup`].
 //!
 //! ## Guarantees
-//! - No cloud call and no OpenStackServer before the finalizer is persisted.
+//! - No OpenStackServer before the finalizer is persisted.
 //! - The OpenStackServer is owned by the machine (controller reference), labelled with the
 //!   cluster, and does every OpenStack create and delete of the machine's server (see
 //!   [`crate::server`]).
@@ -27,33 +27,28 @@ mod apply;
 mod cleanup;
 mod extensions;
 mod ingress;
-mod scope;
 mod steady;
 
 use std::sync::Arc;
 
 use capo_api::constants::condition_reasons::{
-    WAITING_FOR_BOOTSTRAP_DATA, WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+    INVALID_MACHINE_SPEC, WAITING_FOR_BOOTSTRAP_DATA, WAITING_FOR_CLUSTER_INFRASTRUCTURE,
 };
 use capo_api::constants::condition_types::{INSTANCE_READY, READY};
 use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, MACHINE_FINALIZER};
 use capo_api::v1alpha1::OpenStackServer;
-use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
+use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine, OpenStackMachineStatus};
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, Machine};
-use crate::cluster::PAUSED_CONDITION;
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
-use crate::runtime::{
-    ensure_finalizer, error_policy, has_paused_annotation, instrumented, is_deleting,
-    remove_finalizer, watcher_config,
-};
-use scope::Scope;
+use crate::lifecycle::{self, Owners, Reconciled};
+use crate::runtime::{error_policy, primary_stream, watcher_config};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachine";
@@ -68,9 +63,8 @@ pub async fn run(
     let capi = ctx.watched_api::<Machine>();
     let clusters = ctx.watched_api::<OpenStackCluster>();
     let wc = watcher_config(&ctx);
-    let controller = Controller::new(machines, wc.clone());
-    let store = controller.store();
-    controller
+    let (store, trigger) = primary_stream(machines, wc.clone());
+    Controller::for_stream(trigger, store.clone())
         .owns(servers, wc.clone())
         .watches(capi, wc.clone(), |m: Machine| {
             let ns = m.namespace();
@@ -120,126 +114,143 @@ fn machines_of_cluster(
 
 /// One reconcile of an OpenStackMachine (public for tests that drive reconciles directly).
 pub async fn reconcile(osm: Arc<OpenStackMachine>, ctx: Arc<Context>) -> Result<Action> {
-    instrumented(CONTROLLER, &*osm, &ctx, reconcile_inner(&osm, &ctx)).await
+    lifecycle::reconcile(osm, ctx).await
 }
 
-async fn reconcile_inner(osm: &OpenStackMachine, ctx: &Context) -> Result<Action> {
-    let ns = osm.namespace().unwrap_or_default();
-    let api: Api<OpenStackMachine> = Api::namespaced(ctx.client.clone(), &ns);
-    let deleting = is_deleting(osm);
-    let machine = owner_machine(ctx, osm).await?;
-    if machine.is_none() && !deleting {
-        tracing::info!(namespace = %ns, name = %osm.name_any(), "waiting for the owner Machine to set an owner reference");
-        return Ok(Action::await_change());
+/// One reconcile's view of an OpenStackMachine.
+type Scope<'a> = lifecycle::Scope<'a, OpenStackMachine>;
+
+/// What an OpenStackMachine hangs off.
+pub struct MachineOwners {
+    machine: Option<Machine>,
+    cluster: Option<Cluster>,
+    osc: Option<OpenStackCluster>,
+    cluster_name: String,
+    control_plane: bool,
+}
+
+impl Reconciled for OpenStackMachine {
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = MACHINE_FINALIZER;
+    const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
+    type Status = OpenStackMachineStatus;
+    type CloudOwner = ();
+    type Owners = MachineOwners;
+
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
     }
-    let cluster_name = osm
-        .labels()
-        .get(CLUSTER_NAME_LABEL)
-        .cloned()
-        .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
-        .unwrap_or_default();
-    let cluster = get_opt::<Cluster>(ctx, &ns, &cluster_name).await?;
-    let paused = cluster.as_ref().is_some_and(Cluster::is_paused) || has_paused_annotation(osm);
-    if set_paused(&api, osm, paused).await? {
-        tracing::debug!(name = %osm.name_any(), "paused");
-        return Ok(Action::await_change());
+    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
+        &mut status.conditions
     }
-    let osc_name = cluster
-        .as_ref()
-        .and_then(|c| c.spec.infrastructure_ref.as_ref())
-        .filter(|r| r.kind == "OpenStackCluster")
-        .map(|r| r.name.clone());
-    let osc = match &osc_name {
-        Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n)
-            .await?
-            .map(|o| crate::ansible_driven::with_defaults(o, cluster.as_ref())),
-        None => None,
-    };
-    let control_plane = machine
-        .as_ref()
-        .map_or(osm.labels(), |m| m.labels())
-        .contains_key(CONTROL_PLANE_LABEL)
-        || osm.labels().contains_key(CONTROL_PLANE_LABEL);
-    let mut scope = Scope::new(ctx, osm);
-    if deleting {
-        if !osm.finalizers().iter().any(|f| f == MACHINE_FINALIZER) {
-            return Ok(Action::await_change());
+    fn provisioned(status: &Self::Status) -> bool {
+        status.ready == Some(true)
+    }
+    fn first_step(_: &Self::Status) -> &'static str {
+        INSTANCE_READY
+    }
+    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
+        self.spec.identity_ref.as_ref()
+    }
+    fn cloud_owner(&self) {}
+
+    async fn owners(osm: &Self, ctx: &Context, deleting: bool) -> Result<Owners<MachineOwners>> {
+        let ns = osm.namespace().unwrap_or_default();
+        let machine = owner_machine(ctx, osm).await?;
+        if machine.is_none() && !deleting {
+            return Ok(Owners::Skip(
+                "waiting for the owner Machine to set an owner reference",
+            ));
         }
-        let done = cleanup::cleanup(&mut scope, osc.as_ref(), &cluster_name, control_plane).await?;
-        return match done {
-            Some(action) => Ok(action),
-            None => {
-                remove_finalizer(&api, osm, MACHINE_FINALIZER).await?;
-                Ok(Action::await_change())
-            }
+        let cluster_name = osm
+            .labels()
+            .get(CLUSTER_NAME_LABEL)
+            .cloned()
+            .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
+            .unwrap_or_default();
+        let cluster = get_opt::<Cluster>(ctx, &ns, &cluster_name).await?;
+        let osc_name = cluster
+            .as_ref()
+            .and_then(|c| c.spec.infrastructure_ref.as_ref())
+            .filter(|r| r.kind == "OpenStackCluster")
+            .map(|r| r.name.clone());
+        let osc = match &osc_name {
+            Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n)
+                .await?
+                .map(|o| crate::ansible_driven::with_defaults(o, cluster.as_ref())),
+            None => None,
         };
+        let control_plane = machine
+            .as_ref()
+            .map_or(osm.labels(), |m| m.labels())
+            .contains_key(CONTROL_PLANE_LABEL)
+            || osm.labels().contains_key(CONTROL_PLANE_LABEL);
+        Ok(Owners::Found(MachineOwners {
+            machine,
+            cluster,
+            osc,
+            cluster_name,
+            control_plane,
+        }))
     }
-    if osm
-        .status
-        .as_ref()
-        .and_then(|s| s.failure_reason.as_ref())
-        .is_some()
-    {
-        // Terminal (upstream's contract): only a replacement of the machine helps.
-        return Ok(Action::await_change());
-    }
-    let (Some(machine), Some(osc)) = (machine, osc) else {
-        return wait(
-            &mut scope,
-            WAITING_FOR_CLUSTER_INFRASTRUCTURE,
-            "waiting for the Cluster and its OpenStackCluster",
-        )
-        .await;
-    };
-    if !osc.status.as_ref().is_some_and(|s| s.ready) {
-        return wait(
-            &mut scope,
-            WAITING_FOR_CLUSTER_INFRASTRUCTURE,
-            "cluster infrastructure is not ready yet",
-        )
-        .await;
-    }
-    if machine.spec.bootstrap.data_secret_name.is_none() {
-        return wait(
-            &mut scope,
-            WAITING_FOR_BOOTSTRAP_DATA,
-            "bootstrap data secret is not set yet",
-        )
-        .await;
-    }
-    if ensure_finalizer(&api, osm, MACHINE_FINALIZER).await? {
-        return Ok(Action::await_change());
-    }
-    let inputs = apply::Inputs {
-        machine: &machine,
-        osc: &osc,
-        cluster: &cluster_name,
-        control_plane,
-    };
-    apply::apply(&mut scope, &inputs).await
-}
 
-/// Record pause in the `Paused` condition (written only when it changes); true when paused
-/// (nothing else may happen).
-async fn set_paused(
-    api: &Api<OpenStackMachine>,
-    osm: &OpenStackMachine,
-    paused: bool,
-) -> Result<bool> {
-    let mut status = osm.status.clone().unwrap_or_default();
-    let current =
-        crate::conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
-    if current == Some(paused) || (current.is_none() && !paused) {
-        return Ok(paused);
+    fn paused(owners: &MachineOwners) -> bool {
+        owners.cluster.as_ref().is_some_and(Cluster::is_paused)
     }
-    let state = if paused {
-        State::True
-    } else {
-        State::info("NotPaused", "")
-    };
-    crate::conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
-    crate::status::apply_status(api, &osm.name_any(), &status).await?;
-    Ok(paused)
+
+    async fn preconditions(scope: &mut Scope<'_>, o: &MachineOwners) -> Result<Option<Action>> {
+        let failed = scope.obj.status.as_ref();
+        if failed.and_then(|s| s.failure_reason.as_ref()).is_some() {
+            // Terminal (upstream's contract): only a replacement of the machine helps.
+            return Ok(Some(Action::await_change()));
+        }
+        let (Some(machine), Some(osc)) = (&o.machine, &o.osc) else {
+            return wait(
+                scope,
+                WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+                "waiting for the Cluster and its OpenStackCluster",
+            )
+            .await
+            .map(Some);
+        };
+        if !osc.status.as_ref().is_some_and(|s| s.ready) {
+            return wait(
+                scope,
+                WAITING_FOR_CLUSTER_INFRASTRUCTURE,
+                "cluster infrastructure is not ready yet",
+            )
+            .await
+            .map(Some);
+        }
+        if machine.spec.bootstrap.data_secret_name.is_none() {
+            return wait(
+                scope,
+                WAITING_FOR_BOOTSTRAP_DATA,
+                "bootstrap data secret is not set yet",
+            )
+            .await
+            .map(Some);
+        }
+        Ok(None)
+    }
+
+    async fn apply(scope: &mut Scope<'_>, o: MachineOwners) -> Result<Action> {
+        // Present: the preconditions returned early otherwise.
+        let (Some(machine), Some(osc)) = (o.machine, o.osc) else {
+            return Ok(Action::await_change());
+        };
+        let inputs = apply::Inputs {
+            machine: &machine,
+            osc: &osc,
+            cluster: &o.cluster_name,
+            control_plane: o.control_plane,
+        };
+        apply::apply(scope, &inputs).await
+    }
+
+    async fn cleanup(scope: &mut Scope<'_>, o: MachineOwners) -> Result<Option<Action>> {
+        cleanup::cleanup(scope, o.osc.as_ref(), &o.cluster_name, o.control_plane).await
+    }
 }
 
 /// Record a wait on InstanceReady and Ready; the watches (Machine, OpenStackCluster) wake the

@@ -1,11 +1,10 @@
 //! The OpenStackServer controller (machines' servers and the bastion).
 //!
-//! Reconcile: pause → finalizer → [`apply`] (resolve into `status.resolved`, written first;
+//! Reconcile ([`crate::lifecycle`]): pause → finalizer → [`apply`] (resolve into `status.resolved`, written first;
 //! ports, volumes, server; addresses) or [`cleanup`] (server, trunks, ports, volumes).
 //!
 //! ## Guarantees
-//! - No cloud call before the finalizer is persisted; nothing is created before
-//!   `status.resolved` is persisted.
+//! - Nothing is created before `status.resolved` is persisted.
 //! - Every port ID is written to `status.resources` right after its create returns, the
 //!   server ID to `status.instanceID` right after the create returns; resources are adopted
 //!   by recorded ID, else by name + ownership (`capo_cloud::instance`), so a lost reply or a
@@ -29,17 +28,18 @@
 mod apply;
 mod cache;
 mod cleanup;
-mod hold;
 mod pool_ip;
 mod resolve;
-mod scope;
 mod steady;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use capo_api::constants::condition_reasons::INVALID_MACHINE_SPEC;
+use capo_api::constants::condition_types::{INSTANCE_READY, READY};
 use capo_api::constants::{CLUSTER_NAME_LABEL, SERVER_FINALIZER};
-use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
+use capo_cloud::instance::ServerOwner;
 use futures::StreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::{Api, ResourceExt};
@@ -47,27 +47,17 @@ use kube::{Api, ResourceExt};
 pub use cache::LookupCache;
 
 use crate::capi::Cluster;
-use crate::cluster::PAUSED_CONDITION;
+use crate::conditions::State;
 use crate::context::Context;
-use crate::error::{Error, KubeContext, Result};
-use crate::runtime::{
-    ensure_finalizer, error_policy, has_paused_annotation, instrumented, is_deleting,
-    remove_finalizer, watcher_config,
-};
-use scope::Scope;
+use crate::error::{KubeContext, Result};
+use crate::lifecycle::{self, Owners, Reconciled};
+use crate::runtime::{error_policy, primary_stream, watcher_config};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
 
 /// How long resolved lookups are reused.
 pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
-
-/// What the reconciles of this controller share.
-struct ServerContext {
-    ctx: Arc<Context>,
-    cache: LookupCache,
-    holds: hold::Holds,
-}
 
 /// Run the controller until `shutdown` resolves.
 pub async fn run(
@@ -76,25 +66,14 @@ pub async fn run(
 ) {
     let servers = ctx.watched_api::<OpenStackServer>();
     let wc = watcher_config(&ctx);
-    let concurrency = ctx.options.concurrency;
-    let sctx = Arc::new(ServerContext {
-        ctx,
-        cache: LookupCache::new(LOOKUP_TTL),
-        holds: hold::Holds::default(),
-    });
-    let controller = Controller::new(servers, wc.clone());
-    let store = controller.store();
-    controller
-        .watches_stream(pause_changes(&sctx.ctx, wc), move |c: Cluster| {
+    let (store, trigger) = primary_stream(servers, wc.clone());
+    Controller::for_stream(trigger, store.clone())
+        .watches_stream(pause_changes(&ctx, wc), move |c: Cluster| {
             servers_of_cluster(&store, &c)
         })
-        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(
-            reconcile,
-            |o, e: &Error, c: Arc<ServerContext>| error_policy(o, e, c.ctx.clone()),
-            sctx,
-        )
+        .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -134,59 +113,71 @@ fn servers_of_cluster(
         .collect()
 }
 
-async fn reconcile(oss: Arc<OpenStackServer>, sctx: Arc<ServerContext>) -> Result<Action> {
-    let ctx = sctx.ctx.clone();
-    instrumented(CONTROLLER, &*oss, &ctx, reconcile_inner(&oss, &sctx)).await
+async fn reconcile(oss: Arc<OpenStackServer>, ctx: Arc<Context>) -> Result<Action> {
+    lifecycle::reconcile(oss, ctx).await
 }
 
-async fn reconcile_inner(oss: &OpenStackServer, sctx: &ServerContext) -> Result<Action> {
-    let ctx = &sctx.ctx;
-    let ns = oss.namespace().unwrap_or_default();
-    let api: Api<OpenStackServer> = Api::namespaced(ctx.client.clone(), &ns);
-    let paused = has_paused_annotation(oss) || cluster_paused(ctx, oss).await?;
-    if set_paused(&api, oss, paused).await? {
-        tracing::debug!(name = %oss.name_any(), "paused");
-        return Ok(Action::await_change());
+/// One reconcile's view of an OpenStackServer.
+type Scope<'a> = lifecycle::Scope<'a, OpenStackServer>;
+
+impl Scope<'_> {
+    /// Set InstanceReady and Ready to the same state.
+    fn set_instance(&mut self, state: State) {
+        self.set(INSTANCE_READY, state.clone());
+        self.set(READY, state);
     }
-    let mut scope = Scope::new(ctx, &sctx.cache, &sctx.holds, oss);
-    if is_deleting(oss) {
-        if !oss.finalizers().iter().any(|f| f == SERVER_FINALIZER) {
-            return Ok(Action::await_change());
+}
+
+impl Reconciled for OpenStackServer {
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = SERVER_FINALIZER;
+    const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
+    type Status = OpenStackServerStatus;
+    type CloudOwner = ServerOwner;
+    /// Whether the server's Cluster is paused.
+    type Owners = bool;
+
+    fn status(&self) -> Option<&Self::Status> {
+        self.status.as_ref()
+    }
+    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
+        &mut status.conditions
+    }
+    fn provisioned(status: &Self::Status) -> bool {
+        status.ready
+    }
+    /// Failures are reported on InstanceReady until the server is ready, then on Ready only.
+    fn first_step(status: &Self::Status) -> &'static str {
+        if status.ready { READY } else { INSTANCE_READY }
+    }
+    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
+        Some(&self.spec.identity_ref)
+    }
+    fn cloud_owner(&self) -> ServerOwner {
+        ServerOwner {
+            // The first UID, kept in an annotation: after `clusterctl move` (new UID) the
+            // server's resources are still recognised as ours.
+            uid: crate::runtime::owner_id(self),
+            name: self.name_any(),
+            spec_tags: self.spec.tags.clone(),
         }
-        return match cleanup::cleanup(&mut scope).await? {
-            Some(action) => Ok(action),
-            None => {
-                remove_finalizer(&api, oss, SERVER_FINALIZER).await?;
-                Ok(Action::await_change())
-            }
-        };
     }
-    if ensure_finalizer(&api, oss, SERVER_FINALIZER).await? {
-        return Ok(Action::await_change());
-    }
-    apply::apply(&mut scope).await
-}
 
-/// Record pause in the `Paused` condition (written only when it changes); true when paused.
-async fn set_paused(
-    api: &Api<OpenStackServer>,
-    oss: &OpenStackServer,
-    paused: bool,
-) -> Result<bool> {
-    let mut status = oss.status.clone().unwrap_or_default();
-    let current =
-        crate::conditions::get(&status.conditions, PAUSED_CONDITION).map(|c| c.status == "True");
-    if current == Some(paused) || (current.is_none() && !paused) {
-        return Ok(paused);
+    async fn owners(oss: &Self, ctx: &Context, _deleting: bool) -> Result<Owners<bool>> {
+        Ok(Owners::Found(cluster_paused(ctx, oss).await?))
     }
-    let state = if paused {
-        crate::conditions::State::True
-    } else {
-        crate::conditions::State::info("NotPaused", "")
-    };
-    crate::conditions::set(&mut status.conditions, PAUSED_CONDITION, state);
-    crate::status::apply_status(api, &oss.name_any(), &status).await?;
-    Ok(paused)
+
+    fn paused(cluster_paused: &bool) -> bool {
+        *cluster_paused
+    }
+
+    async fn apply(scope: &mut Scope<'_>, _: bool) -> Result<Action> {
+        apply::apply(scope).await
+    }
+
+    async fn cleanup(scope: &mut Scope<'_>, _: bool) -> Result<Option<Action>> {
+        cleanup::cleanup(scope).await
+    }
 }
 
 /// The Cluster named by the `cluster.x-k8s.io/cluster-name` label is paused.

@@ -3,7 +3,6 @@
 //! (or keep everything running until Ctrl-C).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use capo_e2e::cloud::{Cloud, KEY_NAME, PROJECT};
@@ -335,9 +334,7 @@ impl Demo<'_> {
         let opts = self.opts;
         let c = &opts.cluster;
         create_namespace(&self.client).await?;
-        let template = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(TEMPLATE);
+        let template = capo_testkit::paths::repo_root().join(TEMPLATE);
         let manifest = tokio::task::block_in_place(|| {
             cluster::generate(
                 &self.mgmt.clusterctl(),

@@ -450,8 +450,7 @@ async fn start_async(
 /// OpenStackMachineTemplate that sets a providerID (schema-valid, refused by capo's webhook)
 /// must come back refused by the webhook.
 async fn install_capo_webhooks(client: &Client, port: u16, ca_pem: &str) -> Result<(), String> {
-    let manifests =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/webhook/manifests.yaml");
+    let manifests = capo_testkit::paths::repo_root().join("config/webhook/manifests.yaml");
     capi::install_webhook_manifests(client, &manifests, "capo", port, ca_pem)
         .await
         .map_err(|e| format!("capo's webhook configuration: {e}"))?;

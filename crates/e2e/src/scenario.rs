@@ -63,8 +63,8 @@ impl Scenario {
 
     /// `templates/<file>` of the repository.
     pub fn template(file: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../templates")
+        capo_testkit::paths::repo_root()
+            .join("templates")
             .join(file)
     }
 

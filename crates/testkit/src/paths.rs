@@ -10,13 +10,25 @@ pub const ENV_DIR_VAR: &str = "CAPO_TEST_ENV_DIR";
 /// Environment variable overriding the directory of our own CRDs (default `config/crd/bases`).
 pub const CRD_DIR_VAR: &str = "CAPO_TEST_CRD_DIR";
 
-/// The repository root, found from this crate's manifest directory (`crates/testkit`).
+/// The repository root: the workspace (the directory holding `Cargo.lock`) of the manifest
+/// directory cargo names when it runs a test or binary, else of the one compiled in. The run
+/// time one comes first because cargo reuses an artefact built from another checkout of the
+/// same workspace when its sources look unchanged (its hashes do not depend on the checkout's
+/// path), and the compiled-in path then names that other checkout.
 pub fn repo_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let at_run = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+    at_run
+        .iter()
+        .chain(std::iter::once(&built))
+        .find_map(|dir| dir.ancestors().find(|d| d.join("Cargo.lock").is_file()))
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| {
+            built
+                .ancestors()
+                .nth(2)
+                .map_or_else(|| built.clone(), Path::to_path_buf)
+        })
 }
 
 /// The directory holding our generated CRDs.

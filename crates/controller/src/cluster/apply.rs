@@ -1,44 +1,35 @@
 //! The create/update path of an OpenStackCluster.
 
 use capo_api::constants::condition_types::{API_ENDPOINT_READY, READY};
-use capo_api::v1beta1::{Initialization, OpenStackCluster};
+use capo_api::v1beta1::Initialization;
 use capo_cloud::loadbalancer::Progress;
 use capo_openstack::Session;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
+use super::Scope;
 use super::bastion::{BastionStep, reconcile_bastion};
 use super::endpoint::{Step, reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
-use super::scope::Scope;
 use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
 use crate::conditions::State;
-use crate::context::Context;
 use crate::error::Result;
 
 /// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
-pub(super) async fn apply(osc: &OpenStackCluster, ctx: &Context) -> Result<Action> {
-    let mut scope = Scope::new(ctx, osc);
-    match apply_steps(&mut scope).await {
-        Ok(action) => Ok(action),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn apply_steps(scope: &mut Scope<'_>) -> Result<Action> {
+pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     let s = scope.session().await?;
     let key = scope.key();
-    let fp = fingerprint(scope.osc, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status)?;
     if scope.status.ready && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
         return finish(scope, &s, false).await;
     }
     let net_key = format!("{key}#network");
-    let net_fp = network_fingerprint(scope.osc, &scope.status)?;
+    let net_fp = network_fingerprint(scope.obj, &scope.status)?;
     if !network_converged(scope.ctx, &net_key, &net_fp) {
         reconcile_network(scope, &s).await?;
         reconcile_router(scope, &s).await?;
         reconcile_security_groups(scope, &s).await?;
-        let net_fp = network_fingerprint(scope.osc, &scope.status)?;
+        let net_fp = network_fingerprint(scope.obj, &scope.status)?;
         scope.ctx.set_converged(&net_key, net_fp, true);
     }
     match reconcile_endpoint(scope, &s).await? {
@@ -107,7 +98,7 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     if bastion == BastionStep::Wait {
         return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));
     }
-    let fp = fingerprint(scope.osc, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&key, fp, verified);
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }

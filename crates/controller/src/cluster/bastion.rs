@@ -20,7 +20,7 @@ use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use super::scope::Scope;
+use super::Scope;
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 use crate::server_spec::{Derivation, server_spec};
@@ -64,7 +64,7 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
         .get_opt(&name)
         .await
         .kctx(|| format!("get OpenStackServer {name}"))?;
-    let bastion = scope.osc.spec.bastion.clone();
+    let bastion = scope.obj.spec.bastion.clone();
     let Some(b) = bastion.filter(|b| enabled(Some(b))) else {
         return remove_bastion(scope, s, &api, existing).await;
     };
@@ -125,7 +125,7 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
         );
         return Ok(BastionStep::Wait);
     }
-    if bs.floating_ip.is_none() && scope.osc.spec.disable_external_network != Some(true) {
+    if bs.floating_ip.is_none() && scope.obj.spec.disable_external_network != Some(true) {
         let fip = bastion_floating_ip(scope, s, &b, &st, recorded.floating_ip.as_deref()).await?;
         bs.floating_ip = Some(fip);
     }
@@ -207,8 +207,8 @@ async fn create_bastion(
         .as_ref()
         .map(|_| capo_api::names::bastion_user_data_secret_name(&scope.owner.name));
     let d = Derivation {
-        cluster_identity: Some(&scope.osc.spec.identity_ref),
-        cluster_tags: &scope.osc.spec.tags,
+        cluster_identity: Some(&scope.obj.spec.identity_ref),
+        cluster_tags: &scope.obj.spec.tags,
         availability_zone: b.availability_zone.as_deref(),
         user_data_secret: user_data.as_deref(),
         cluster_network_id: scope.status.network.as_ref().map(|n| n.id.as_str()),
@@ -217,14 +217,14 @@ async fn create_bastion(
             .bastion_security_group
             .as_ref()
             .map(|g| g.id.as_str()),
-        cluster_disables_port_security: scope.osc.spec.disable_port_security == Some(true),
+        cluster_disables_port_security: scope.obj.spec.disable_port_security == Some(true),
         allowed_address_pairs: &[],
         default_ssh_key_name: ssh_key.as_deref(),
     };
     let spec = server_spec(machine_spec, &d)
         .map_err(|e| Error::InvalidSpec(format!("spec.bastion.{e}")))?;
     let cluster = scope
-        .osc
+        .obj
         .labels()
         .get(CLUSTER_NAME_LABEL)
         .cloned()
@@ -238,7 +238,7 @@ async fn create_bastion(
                 BASTION_HASH_ANNOTATION.to_owned(),
                 hash.to_owned(),
             )])),
-            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            owner_references: scope.obj.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
         spec,
@@ -270,7 +270,7 @@ pub(super) async fn remove_bastion(
     // Only when a bastion existed: a steady cluster without bastion makes no request here.
     if scope.status.bastion.is_some() {
         let requested = scope
-            .osc
+            .obj
             .spec
             .bastion
             .as_ref()

@@ -6,7 +6,7 @@
 use capo_api::constants::CLUSTER_NAME_LABEL;
 use capo_api::constants::condition_types::READY;
 use capo_api::v1alpha1::OpenStackServer;
-use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
+use capo_api::v1beta1::OpenStackMachine;
 use capo_cloud::loadbalancer::Progress;
 use capo_cloud::loadbalancer::{self as lb, Purpose};
 use capo_cloud::networking;
@@ -16,28 +16,15 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
+use super::Scope;
 use super::bastion::{BastionStep, remove_bastion};
-use super::scope::Scope;
 use crate::capi::Machine;
 use crate::conditions::State;
-use crate::context::Context;
 use crate::error::{KubeContext, Result};
 
-/// Delete everything of `osc`: `None` once done (the caller removes the finalizer), else the
-/// requeue while something is still going away.
-pub(super) async fn cleanup(
-    osc: &OpenStackCluster,
-    cluster: &str,
-    ctx: &Context,
-) -> Result<Option<Action>> {
-    let mut scope = Scope::new(ctx, osc);
-    match cleanup_steps(&mut scope, cluster).await {
-        Ok(action) => Ok(action),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Action>> {
+/// Delete everything of the cluster: `None` once done (the lifecycle removes the finalizer),
+/// else the requeue while something is still going away.
+pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Action>> {
     if let Some(waiting) = machines_left(scope, cluster).await? {
         return deleting(scope, waiting).await;
     }
@@ -53,13 +40,13 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Ac
         return deleting(scope, "waiting for the bastion server to be deleted".into()).await;
     }
     let requested = scope
-        .osc
+        .obj
         .spec
         .bastion
         .as_ref()
         .and_then(|b| b.floating_ip.as_deref());
     lb::delete_floating_ips(&s, &scope.owner, Purpose::Bastion, requested).await?;
-    lb::delete_api_floating_ip(&s, &scope.owner, &scope.osc.spec).await?;
+    lb::delete_api_floating_ip(&s, &scope.owner, &scope.obj.spec).await?;
     if let Progress::NotReady(why) | Progress::Failed(why) = delete_load_balancer(scope, &s).await?
     {
         return deleting(scope, why).await;
@@ -69,7 +56,7 @@ async fn cleanup_steps(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Ac
     {
         return deleting(scope, why).await;
     }
-    let spec = &scope.osc.spec;
+    let spec = &scope.obj.spec;
     networking::delete_router(
         &s,
         &scope.owner,

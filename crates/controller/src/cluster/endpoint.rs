@@ -9,7 +9,7 @@ use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
 use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, decide};
 use capo_openstack::Session;
 
-use super::scope::Scope;
+use super::Scope;
 use crate::conditions::State;
 use crate::error::{Error, Result};
 
@@ -26,7 +26,7 @@ pub(super) enum Step {
 
 fn lb_enabled(scope: &Scope<'_>) -> bool {
     scope
-        .osc
+        .obj
         .spec
         .api_server_load_balancer
         .as_ref()
@@ -34,7 +34,7 @@ fn lb_enabled(scope: &Scope<'_>) -> bool {
 }
 
 fn fip_wanted(scope: &Scope<'_>) -> bool {
-    let spec = &scope.osc.spec;
+    let spec = &scope.obj.spec;
     spec.disable_api_server_floating_ip != Some(true) && spec.disable_external_network != Some(true)
 }
 
@@ -43,7 +43,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
     let Some(net) = scope.status.network.clone() else {
         return Ok(Step::Wait("cluster network not ready".into()));
     };
-    let spec = &scope.osc.spec;
+    let spec = &scope.obj.spec;
     let lb_spec = spec.api_server_load_balancer.clone().unwrap_or_default();
     let lb_net = lb::balancer::resolve_lb_network(s, spec, &net).await?;
     let subnet_cidrs: Vec<String> = net.subnets.iter().map(|sn| sn.cidr.clone()).collect();
@@ -112,7 +112,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
         let fip = lb::ensure_api_floating_ip(
             s,
             &scope.owner,
-            &scope.osc.spec,
+            &scope.obj.spec,
             &ext.id,
             &found.vip_port_id,
             recorded_ip.as_deref(),
@@ -131,7 +131,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
 /// The endpoint: load balancer, existing endpoint, floating IP or fixed IP (upstream order).
 pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
     scope.step = API_ENDPOINT_READY;
-    if super::extensions::keepalived_control_plane(scope.osc) {
+    if super::extensions::keepalived_control_plane(scope.obj) {
         return super::extensions::vips::reconcile_control_plane(scope, s).await;
     }
     if lb_enabled(scope) {
@@ -153,7 +153,7 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
             load_balancer_ip: lb_ip.as_deref().filter(|i| !i.is_empty()),
             floating_ip: fip.as_deref(),
         };
-        match decide(&scope.osc.spec, &inputs) {
+        match decide(&scope.obj.spec, &inputs) {
             EndpointDecision::Use(ep) => {
                 set_endpoint(scope, ep).await?;
                 scope.set(API_ENDPOINT_READY, State::True);
@@ -170,7 +170,7 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
                     ));
                 };
                 let got =
-                    lb::ensure_api_floating_ip(s, &scope.owner, &scope.osc.spec, &ext.id, "", None)
+                    lb::ensure_api_floating_ip(s, &scope.owner, &scope.obj.spec, &ext.id, "", None)
                         .await?;
                 fip = Some(got.ip);
             }
@@ -185,7 +185,7 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
 
 /// Write `spec.controlPlaneEndpoint` unless a valid one is already there (set once).
 pub(super) async fn set_endpoint(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<()> {
-    let current = scope.osc.spec.control_plane_endpoint.as_ref();
+    let current = scope.obj.spec.control_plane_endpoint.as_ref();
     let valid = current.is_some_and(|e| {
         e.host.as_deref().is_some_and(|h| !h.is_empty()) && e.port.is_some_and(|p| p > 0)
     });
@@ -203,7 +203,7 @@ pub(super) async fn set_endpoint(scope: &mut Scope<'_>, ep: APIEndpoint) -> Resu
 
 /// `status.failureDomains` from Nova's availability zones.
 pub(super) async fn reconcile_failure_domains(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
-    let domains = capo_cloud::compute::ensure_failure_domains(s, &scope.osc.spec).await?;
+    let domains = capo_cloud::compute::ensure_failure_domains(s, &scope.obj.spec).await?;
     scope.status.failure_domains = domains;
     scope.flush().await
 }

@@ -36,7 +36,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 
-use super::scope::Scope;
+use super::Scope;
 use crate::context::FIELD_MANAGER;
 use crate::error::{Error, KubeContext, Result};
 
@@ -93,8 +93,8 @@ pub(super) async fn apply_owned_secret(
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
             namespace: Some(scope.owner.namespace.clone()),
-            labels: Some(secret_labels(scope.osc)),
-            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            labels: Some(secret_labels(scope.obj)),
+            owner_references: scope.obj.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
         type_: Some("Opaque".to_owned()),
@@ -120,7 +120,7 @@ pub(super) async fn apply_owned_secret(
 /// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, ingress VIP.
 /// `NotReady` while the ingress load balancer is being built.
 pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
-    if spec(scope.osc).is_none() {
+    if spec(scope.obj).is_none() {
         return Ok(Progress::Ready);
     }
     ssh::reconcile_ssh(scope, s).await?;
@@ -133,7 +133,7 @@ pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Resul
 /// Kubernetes-side steps of every reconcile (also steady ones): status variables, the
 /// Ansible Secret, ExtensionsReady.
 pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
-    if spec(scope.osc).is_none() {
+    if spec(scope.obj).is_none() {
         return Ok(());
     }
     vars::fill_status(scope, s).await?;

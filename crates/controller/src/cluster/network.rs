@@ -7,14 +7,14 @@ use capo_openstack::Session;
 use kube::ResourceExt;
 
 use super::STRICT_RULES_ANNOTATION;
-use super::scope::Scope;
+use super::Scope;
 use crate::conditions::State;
 use crate::error::Result;
 
 /// External network, network and subnets.
 pub(super) async fn reconcile_network(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     scope.step = NETWORK_READY;
-    let spec = &scope.osc.spec;
+    let spec = &scope.obj.spec;
     let external = networking::ensure_external_network(s, spec).await?;
     scope.status.external_network = external;
     let net =
@@ -34,7 +34,7 @@ pub(super) async fn reconcile_router(scope: &mut Scope<'_>, s: &Session) -> Resu
     let router = networking::ensure_router(
         s,
         &scope.owner,
-        &scope.osc.spec,
+        &scope.obj.spec,
         scope.status.external_network.as_ref(),
         &net,
         scope.status.router.as_ref(),
@@ -49,7 +49,7 @@ pub(super) async fn reconcile_router(scope: &mut Scope<'_>, s: &Session) -> Resu
 pub(super) async fn reconcile_security_groups(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     scope.step = SECURITY_GROUPS_READY;
     let strict = scope
-        .osc
+        .obj
         .annotations()
         .get(STRICT_RULES_ANNOTATION)
         .is_some_and(|v| v == "true");
@@ -67,7 +67,7 @@ pub(super) async fn reconcile_security_groups(scope: &mut Scope<'_>, s: &Session
     let groups = networking::ensure_security_groups(
         s,
         &scope.owner,
-        &scope.osc.spec,
+        &scope.obj.spec,
         ipv4_cidr.as_deref(),
         &recorded,
         strict,

@@ -17,8 +17,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
+use super::Scope;
 use super::ingress;
-use super::scope::Scope;
 use super::steady::fingerprint;
 use crate::capi::Machine;
 use crate::conditions::{self, State};
@@ -40,20 +40,13 @@ pub(super) struct Inputs<'a> {
 /// Reconcile an OpenStackMachine that is not being deleted (finalizer in place, cluster
 /// infrastructure ready, bootstrap data present).
 pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
-    match steps(scope, inp).await {
-        Ok(a) => Ok(a),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
     let oss = servers
         .get_opt(&scope.name)
         .await
         .kctx(|| format!("get OpenStackServer {}", scope.name))?;
     let key = scope.key();
-    let fp = fingerprint(scope.osm, oss.as_ref(), inp)?;
+    let fp = fingerprint(scope.obj, oss.as_ref(), inp)?;
     if scope.status.ready == Some(true)
         && scope.ctx.converged(&key).is_some_and(|c| {
             c.fingerprint == fp && c.verified_at.elapsed() < scope.ctx.options.verify_period
@@ -64,7 +57,7 @@ async fn steps(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
     let Some(oss) = oss else {
-        if super::extensions::vip_pending(inp.osc, scope.osm, inp.control_plane) {
+        if super::extensions::vip_pending(inp.osc, scope.obj, inp.control_plane) {
             let s = State::info(
                 INSTANCE_NOT_READY,
                 "waiting for the cluster's keepalived VIP",
@@ -146,7 +139,7 @@ async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -
     });
     scope.set(READY, State::True);
     scope.flush().await?;
-    let fp = fingerprint(scope.osm, Some(&oss), inp)?;
+    let fp = fingerprint(scope.obj, Some(&oss), inp)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }
@@ -196,7 +189,7 @@ async fn set_provider_id(
     };
     let region = oss.spec.identity_ref.region.clone().unwrap_or_default();
     let wanted = provider_id(&region, id);
-    if scope.osm.spec.provider_id.as_deref() == Some(wanted.as_str()) {
+    if scope.obj.spec.provider_id.as_deref() == Some(wanted.as_str()) {
         return Ok(());
     }
     let patch = serde_json::json!({"spec": {"providerID": wanted}});
@@ -268,7 +261,7 @@ async fn create_server(
         osc_status.worker_security_group.as_ref()
     };
     let (pairs, ssh_key) =
-        super::extensions::derivation_extras(inp.osc, scope.osm, inp.control_plane);
+        super::extensions::derivation_extras(inp.osc, scope.obj, inp.control_plane);
     let d = Derivation {
         cluster_identity: Some(&inp.osc.spec.identity_ref),
         cluster_tags: &inp.osc.spec.tags,
@@ -280,7 +273,7 @@ async fn create_server(
         allowed_address_pairs: &pairs,
         default_ssh_key_name: ssh_key.as_deref(),
     };
-    let spec = server_spec(&scope.osm.spec, &d).map_err(Error::InvalidSpec)?;
+    let spec = server_spec(&scope.obj.spec, &d).map_err(Error::InvalidSpec)?;
     let server = OpenStackServer {
         metadata: ObjectMeta {
             name: Some(scope.name.clone()),
@@ -289,7 +282,7 @@ async fn create_server(
                 CLUSTER_NAME_LABEL.to_owned(),
                 inp.cluster.to_owned(),
             )])),
-            owner_references: scope.osm.controller_owner_ref(&()).map(|r| vec![r]),
+            owner_references: scope.obj.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
         spec,

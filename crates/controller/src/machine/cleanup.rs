@@ -11,8 +11,8 @@ use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
+use super::Scope;
 use super::ingress::{self, Mode};
-use super::scope::Scope;
 use crate::conditions::{self, State};
 use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};
@@ -20,21 +20,9 @@ use crate::error::{KubeContext, Result};
 /// Reason of APIServerIngressReady once the machine no longer receives API traffic.
 const INGRESS_REMOVED: &str = "Removed";
 
-/// Delete the machine's cloud side: `None` once done (the caller removes the finalizer), else
-/// the requeue while something is still going away.
+/// Delete the machine's cloud side: `None` once done (the lifecycle removes the finalizer),
+/// else the requeue while something is still going away.
 pub(super) async fn cleanup(
-    scope: &mut Scope<'_>,
-    osc: Option<&OpenStackCluster>,
-    cluster: &str,
-    control_plane: bool,
-) -> Result<Option<Action>> {
-    match steps(scope, osc, cluster, control_plane).await {
-        Ok(a) => Ok(a),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn steps(
     scope: &mut Scope<'_>,
     osc: Option<&OpenStackCluster>,
     cluster: &str,
@@ -88,7 +76,7 @@ async fn remove_ingress(
     }
     let identity = oss
         .map(|o| o.spec.identity_ref.clone())
-        .or_else(|| scope.osm.spec.identity_ref.clone())
+        .or_else(|| scope.obj.spec.identity_ref.clone())
         .unwrap_or_else(|| osc.spec.identity_ref.clone());
     let s = session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await?;
     let port_id = first_port(oss);

@@ -13,7 +13,7 @@ use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use capo_openstack::Session;
 
-use super::scope::Scope;
+use super::Scope;
 use crate::error::Result;
 
 /// Which keepalived VIPs a machine accepts: its `spec.extensions.loadBalancers` flags, else
@@ -113,7 +113,7 @@ pub(super) async fn reconcile_node_resources(
         return Ok(());
     }
     let overrides = scope
-        .osm
+        .obj
         .spec
         .extensions
         .as_ref()

@@ -19,10 +19,10 @@ use kube::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
+use super::Scope;
 use super::cache::LookupCache;
 use super::pool_ip;
 use super::resolve::{Resolution, Resolver};
-use super::scope::Scope;
 use super::steady::{fingerprint, is_steady};
 use crate::conditions::State;
 use crate::credentials::session_for;
@@ -33,26 +33,15 @@ const INSTANCE_NOT_READY: &str = "InstanceNotReady";
 
 /// Reconcile an OpenStackServer that is not being deleted (finalizer in place).
 pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
-    match steps(scope).await {
-        Ok(a) => Ok(a),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
-    if let Some(left) = scope.holds.remaining(&scope.key()) {
-        // A failed build waits its slow retry, whatever woke the object.
-        return Ok(Action::requeue(left));
-    }
     let s = session_for(
         scope.ctx,
         &scope.object(),
         &scope.namespace,
-        &scope.oss.spec.identity_ref,
+        &scope.obj.spec.identity_ref,
     )
     .await?;
     let key = scope.key();
-    let fp = fingerprint(scope.oss, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status)?;
     if let Some(id) = scope
         .status
         .instance_id
@@ -102,11 +91,11 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Action> {
 async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Resolution> {
     let r = Resolver {
         s,
-        cache: scope.cache,
+        cache: &scope.ctx.lookups,
         scope: LookupCache::scope_of(s).await,
         client: &scope.ctx.client,
     };
-    r.resolve(scope.oss).await
+    r.resolve(scope.obj).await
 }
 
 /// Ports (each ID written as soon as it is known), volumes and user data; Err(why) while a
@@ -124,7 +113,7 @@ async fn prepare(
         scope.flush().await?;
         port_ids.push(p.id);
     }
-    let spec = &scope.oss.spec;
+    let spec = &scope.obj.spec;
     let plan = instance::plan_volumes(
         &scope.owner.name,
         spec.root_volume.as_ref(),
@@ -175,7 +164,7 @@ fn record_port(scope: &mut Scope<'_>, i: usize, id: &str) {
 /// The bootstrap data (`value` of the Secret in `spec.userDataRef`); never logged.
 async fn user_data(scope: &Scope<'_>) -> Result<std::result::Result<Option<UserData>, String>> {
     let Some(name) = scope
-        .oss
+        .obj
         .spec
         .user_data_ref
         .as_ref()
@@ -207,7 +196,7 @@ fn request(
     volumes: Vec<EnsuredVolume>,
     user_data: Option<UserData>,
 ) -> ServerRequest {
-    let spec = &scope.oss.spec;
+    let spec = &scope.obj.spec;
     let local_devices = spec
         .additional_block_devices
         .iter()
@@ -274,7 +263,7 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
     scope.status.instance_id = Some(server.id.clone());
     scope.status.instance_state = Some(server.status.clone());
     scope.status.addresses = addresses(&server);
-    if let Some(pool) = scope.oss.spec.floating_ip_pool_ref.clone() {
+    if let Some(pool) = scope.obj.spec.floating_ip_pool_ref.clone() {
         scope.set(INSTANCE_READY, State::True);
         if let Some(action) = pool_address(scope, s, &pool).await? {
             return Ok(action);
@@ -289,7 +278,7 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
             .event(EventType::Normal, "InstanceReady", "Reconcile", Some(note))
             .await;
     }
-    let fp = fingerprint(scope.oss, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }
@@ -379,7 +368,6 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
         !scope.status.addresses.is_empty() && scope.status.instance_id.as_deref() == Some(id);
     scope.status.ready = false;
     scope.status.instance_state = Some("ERROR".into());
-    scope.holds.hold(&scope.key(), scope.ctx.options.slow_retry);
     if was_active {
         scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
         scope.flush().await?;

@@ -6,26 +6,19 @@ use capo_api::constants::condition_types::READY;
 use capo_cloud::instance::{self, Outcome, Recorded, port_name};
 use kube::runtime::controller::Action;
 
-use super::scope::Scope;
+use super::Scope;
 use crate::conditions::State;
 use crate::credentials::session_for;
 use crate::error::Result;
 
-/// Delete everything of the server: `None` once done (the caller removes the finalizer), else
-/// the requeue while something is still going away.
+/// Delete everything of the server: `None` once done (the lifecycle removes the finalizer),
+/// else the requeue while something is still going away.
 pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Option<Action>> {
-    match steps(scope).await {
-        Ok(a) => Ok(a),
-        Err(e) => Err(scope.fail(e).await),
-    }
-}
-
-async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
     let s = session_for(
         scope.ctx,
         &scope.object(),
         &scope.namespace,
-        &scope.oss.spec.identity_ref,
+        &scope.obj.spec.identity_ref,
     )
     .await?;
     let rec = Recorded {
@@ -41,7 +34,7 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
     let (ports, volumes) = names(scope);
     match instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await? {
         Outcome::Ready(()) => {
-            if scope.oss.spec.floating_ip_pool_ref.is_some() {
+            if scope.obj.spec.floating_ip_pool_ref.is_some() {
                 super::pool_ip::release(scope).await?;
             }
             scope.ctx.forget_converged(&scope.key());
@@ -61,7 +54,7 @@ async fn steps(scope: &mut Scope<'_>) -> Result<Option<Action>> {
 
 /// Deterministic port and volume names, from the resolved spec or else from the spec.
 fn names(scope: &Scope<'_>) -> (Vec<String>, Vec<String>) {
-    let spec = &scope.oss.spec;
+    let spec = &scope.obj.spec;
     let name = &scope.owner.name;
     let mut ports: Vec<String> = scope
         .status

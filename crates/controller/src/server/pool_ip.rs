@@ -18,7 +18,7 @@ use kube::api::{
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::scope::Scope;
+use super::Scope;
 use crate::error::{Error, KubeContext, Result};
 
 const IPAM_GROUP: &str = "ipam.cluster.x-k8s.io";
@@ -117,8 +117,8 @@ async fn create_claim(
     let ar = ApiResource::from_gvk_with_plural(&gvk, "ipaddressclaims");
     let mut claim = DynamicObject::new(name, &ar).within(&scope.namespace);
     claim.metadata.finalizers = Some(vec![IP_CLAIM_FINALIZER.to_owned()]);
-    claim.metadata.owner_references = scope.oss.controller_owner_ref(&()).map(|r| vec![r]);
-    if let Some(c) = scope.oss.labels().get(CLUSTER_NAME_LABEL) {
+    claim.metadata.owner_references = scope.obj.controller_owner_ref(&()).map(|r| vec![r]);
+    if let Some(c) = scope.obj.labels().get(CLUSTER_NAME_LABEL) {
         claim.metadata.labels = Some(BTreeMap::from([(CLUSTER_NAME_LABEL.to_owned(), c.clone())]));
     }
     let group = pool

@@ -16,14 +16,14 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 
-use super::super::scope::Scope;
+use super::super::Scope;
 use super::{EXTENSIONS_READY, cluster_name};
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 
 /// The cluster's OpenStackMachines (by the cluster-name label), sorted by name.
 async fn machines(scope: &Scope<'_>) -> Result<Vec<OpenStackMachine>> {
-    let cluster = cluster_name(scope.osc);
+    let cluster = cluster_name(scope.obj);
     let api: Api<OpenStackMachine> =
         Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let lp = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}"));
@@ -47,7 +47,7 @@ pub(super) async fn reconcile_secret(scope: &mut Scope<'_>) -> Result<()> {
         secret_name: Some(name.clone()),
     });
     let machines = machines(scope).await?;
-    let mut view = scope.osc.clone();
+    let mut view = scope.obj.clone();
     view.status = Some(scope.status.clone());
     let facts = ClusterFacts::from_api(&view, &machines);
     let render_err =

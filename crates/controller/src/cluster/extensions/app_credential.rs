@@ -27,7 +27,7 @@ use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::Api;
 use kube::runtime::events::EventType;
 
-use super::super::scope::Scope;
+use super::super::Scope;
 use super::{EXTENSIONS_READY, cluster_name, spec};
 use crate::conditions::{self, State};
 use crate::error::{KubeContext, Result};
@@ -87,7 +87,7 @@ pub fn render_clouds_yaml(c: &CloudConfig) -> Secret {
 }
 
 fn wanted(scope: &Scope<'_>) -> bool {
-    spec(scope.osc)
+    spec(scope.obj)
         .is_some_and(|e| e.open_stack.as_ref().and_then(|o| o.app_credential) != Some(false))
 }
 
@@ -114,7 +114,7 @@ fn set_recorded(scope: &mut Scope<'_>, value: Option<AppCredentialStatus>) {
 fn keystone_name(scope: &Scope<'_>) -> String {
     identity::app_credential_name(
         &scope.owner.namespace,
-        &cluster_name(scope.osc),
+        &cluster_name(scope.obj),
         &scope.owner.uid,
     )
 }
@@ -146,7 +146,7 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         return Ok(());
     }
     let name = app_credential_secret_name(&scope.owner.name);
-    let cloud = cloud_name(&scope.owner.namespace, &cluster_name(scope.osc));
+    let cloud = cloud_name(&scope.owner.namespace, &cluster_name(scope.obj));
     let api: Api<KubeSecret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let current = api
         .get_opt(&name)
@@ -155,7 +155,7 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
     let held = current.as_ref().and_then(|c| held(c, &cloud));
     let description = format!(
         "Created by cluster-api-provider-openstack cluster {}",
-        cluster_name(scope.osc)
+        cluster_name(scope.obj)
     );
     let ensured =
         match identity::ensure_app_credential(s, &keystone_name(scope), &description, held).await {

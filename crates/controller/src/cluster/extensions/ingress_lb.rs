@@ -8,7 +8,7 @@ use capo_api::v1beta1::{APIServerLoadBalancer, OpenStackClusterSpec};
 use capo_cloud::loadbalancer::{self as lb, FipTarget, LbInputs, Progress, Purpose};
 use capo_openstack::Session;
 
-use super::super::scope::Scope;
+use super::super::Scope;
 use crate::error::{Error, Result};
 
 /// Name of the ingress load balancer.

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource};
 
-use super::super::scope::Scope;
+use super::super::Scope;
 use super::{secret_labels, spec};
 use crate::error::{Error, KubeContext, Result};
 
@@ -31,7 +31,7 @@ use crate::error::{Error, KubeContext, Result};
 pub const SSH_AUTH_TYPE: &str = "kubernetes.io/ssh-auth";
 
 fn wanted(scope: &Scope<'_>) -> bool {
-    spec(scope.osc)
+    spec(scope.obj)
         .and_then(|e| e.ssh.as_ref())
         .is_some_and(|s| s.generate_key_pair == Some(true))
 }
@@ -142,8 +142,8 @@ async fn create_secret(
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
             namespace: Some(scope.owner.namespace.clone()),
-            labels: Some(secret_labels(scope.osc)),
-            owner_references: scope.osc.controller_owner_ref(&()).map(|r| vec![r]),
+            labels: Some(secret_labels(scope.obj)),
+            owner_references: scope.obj.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
         type_: Some(SSH_AUTH_TYPE.to_owned()),
@@ -213,7 +213,7 @@ pub(super) async fn delete_secret(scope: &Scope<'_>, name: &str) -> Result<()> {
     else {
         return Ok(());
     };
-    let uid = scope.osc.meta().uid.clone().unwrap_or_default();
+    let uid = scope.obj.meta().uid.clone().unwrap_or_default();
     let owned = existing
         .metadata
         .owner_references

@@ -8,13 +8,13 @@ use capo_api::extensions::{
 };
 use capo_openstack::Session;
 
-use super::super::scope::Scope;
+use super::super::Scope;
 use super::{keepalived_control_plane, spec};
 use crate::error::{Error, Result};
 
 /// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).
 pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
-    let Some(ext_spec) = spec(scope.osc).cloned() else {
+    let Some(ext_spec) = spec(scope.obj).cloned() else {
         return Ok(());
     };
     let project_id = s
@@ -64,7 +64,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .and_then(|p| p.ntp.as_ref())
         .and_then(|n| n.server.clone())
         .or(bastion_fixed);
-    let octavia_cp = (!keepalived_control_plane(scope.osc))
+    let octavia_cp = (!keepalived_control_plane(scope.obj))
         .then(|| st.api_server_load_balancer.clone())
         .flatten()
         .map(|l| VipStatus {

@@ -8,8 +8,8 @@ use capo_cloud::loadbalancer::{self as lb, FipTarget, Progress, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
 
+use super::super::Scope;
 use super::super::endpoint::{Step, set_endpoint};
-use super::super::scope::Scope;
 use super::spec;
 use crate::conditions::State;
 use crate::error::{Error, Result};
@@ -90,7 +90,7 @@ pub(in crate::cluster) async fn reconcile_control_plane(
     scope: &mut Scope<'_>,
     s: &Session,
 ) -> Result<Step> {
-    let address = spec(scope.osc)
+    let address = spec(scope.obj)
         .and_then(|e| e.load_balancers.as_ref())
         .and_then(|l| l.control_plane.as_ref())
         .and_then(|c| c.vip_address.clone());
@@ -98,7 +98,7 @@ pub(in crate::cluster) async fn reconcile_control_plane(
     let Some(port_id) = v.port_id.clone() else {
         return Ok(Step::Wait("VIP port has no ID".into()));
     };
-    let spec = &scope.osc.spec;
+    let spec = &scope.obj.spec;
     let fip_wanted = spec.disable_api_server_floating_ip != Some(true)
         && spec.disable_external_network != Some(true);
     if fip_wanted && let Some(ext) = scope.status.external_network.clone() {
@@ -121,7 +121,7 @@ pub(in crate::cluster) async fn reconcile_control_plane(
     let Some(host) = v.floating_ip.clone().or(v.vip.clone()) else {
         return Ok(Step::Wait("VIP port has no address yet".into()));
     };
-    let port = scope.osc.spec.api_server_port.unwrap_or(6443);
+    let port = scope.obj.spec.api_server_port.unwrap_or(6443);
     set_endpoint(
         scope,
         APIEndpoint {
@@ -141,7 +141,7 @@ pub(in crate::cluster) async fn reconcile_ingress(
     scope: &mut Scope<'_>,
     s: &Session,
 ) -> Result<Progress> {
-    let Some(ingress) = spec(scope.osc)
+    let Some(ingress) = spec(scope.obj)
         .and_then(|e| e.load_balancers.as_ref())
         .and_then(|l| l.ingress.clone())
     else {

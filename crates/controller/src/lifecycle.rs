@@ -1,0 +1,352 @@
+//! The one reconcile lifecycle of every kind: owners → pause → finalizer → apply or cleanup,
+//! with the status built in a [`Scope`] and failures reported by one mapping.
+//!
+//! A kind supplies its owner lookup, its preconditions, `apply` and `cleanup` ([`Reconciled`]);
+//! everything else is here, once:
+//!
+//! 1. **Owners.** [`Reconciled::owners`] reads what the object hangs off (Cluster API Cluster,
+//!    Machine, OpenStackCluster). Until the owner reference is set nothing happens, as upstream;
+//!    an object being deleted proceeds without its owners.
+//! 2. **Pause.** A paused object (its Cluster's `spec.paused`, or the `cluster.x-k8s.io/paused`
+//!    annotation on itself) gets no cloud call and no write except its `Paused` condition
+//!    (v1beta2 contract). Resuming writes `Paused=False` and carries it into the same reconcile,
+//!    so the status written next keeps it.
+//! 3. **Finalizer.** No cloud call before the finalizer and the ownership-ID annotation are
+//!    persisted ([`runtime::ensure_finalizer`]); the reconcile stops after adding them and the
+//!    update event starts the next one. Deletion runs only through the finalizer, which is
+//!    removed once `cleanup` reports everything gone.
+//! 4. **Status.** Each step writes status when it changed ([`Scope::flush`], server-side apply);
+//!    a failure is reported on the condition of the step under way and on `Ready`, written,
+//!    and published as a Warning event ([`Scope::fail`]).
+//! 5. **Events in.** The object's own watch passes on only changes that can change the desired
+//!    state (generation, labels, annotations, finalizers: [`runtime::primary_stream`]), so the
+//!    status writes of a reconcile never wake it again; retries are the requeue it returned or
+//!    the error policy's backoff ([`runtime::error_policy`]).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use capo_api::constants::{condition_reasons, condition_types};
+use capo_api::v1beta1::{Condition, OpenStackIdentityReference};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::conditions::{self, State};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::runtime::{self, ensure_finalizer, has_paused_annotation, is_deleting};
+
+/// Condition type of the v1beta2 contract reporting pause.
+pub const PAUSED_CONDITION: &str = "Paused";
+
+/// What the owner lookup decided.
+pub enum Owners<O> {
+    /// Go on with these owners.
+    Found(O),
+    /// Nothing to do until the object changes (owner reference not set yet, or the object is
+    /// managed by someone else); the text is logged.
+    Skip(&'static str),
+}
+
+/// A kind reconciled through the [`lifecycle`](self).
+pub trait Reconciled:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + Sized
+    + 'static
+{
+    /// Controller name in metrics, logs and memo keys.
+    const CONTROLLER: &'static str;
+    /// The finalizer guarding the kind's cloud resources (upstream's name).
+    const FINALIZER: &'static str;
+    /// Condition reason of a spec the cloud cannot realise (upstream's name for the kind).
+    const INVALID_SPEC_REASON: &'static str;
+    /// The status, written whole by server-side apply.
+    type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    /// How cloud resources made for this object are tagged and named.
+    type CloudOwner: Send + Sync;
+    /// What [`Reconciled::owners`] finds.
+    type Owners: Send + Sync;
+
+    /// The status, if any was written.
+    fn status(&self) -> Option<&Self::Status>;
+    /// The conditions of `status`.
+    fn conditions(status: &mut Self::Status) -> &mut Vec<Condition>;
+    /// Whether the cloud side exists and is usable (upstream's `status.ready`).
+    fn provisioned(status: &Self::Status) -> bool;
+    /// The condition a failure is reported on before any step names its own.
+    fn first_step(status: &Self::Status) -> &'static str;
+    /// The credentials of the object, where it names them itself.
+    fn identity_ref(&self) -> Option<&OpenStackIdentityReference>;
+    /// Ownership of the object's cloud resources.
+    fn cloud_owner(&self) -> Self::CloudOwner;
+
+    /// Read the owners; `deleting` objects proceed without them.
+    fn owners(
+        obj: &Self,
+        ctx: &Context,
+        deleting: bool,
+    ) -> impl Future<Output = Result<Owners<Self::Owners>>> + Send;
+    /// Whether the owners pause this object (its own annotation is checked by the lifecycle).
+    fn paused(owners: &Self::Owners) -> bool;
+    /// The object as reconciled, given its owners (defaults that depend on them).
+    fn effective(obj: Arc<Self>, _owners: &Self::Owners) -> Arc<Self> {
+        obj
+    }
+    /// What must hold before the finalizer is added and anything is done (a requeue while
+    /// waiting, reported in status by the kind).
+    fn preconditions(
+        _scope: &mut Scope<'_, Self>,
+        _owners: &Self::Owners,
+    ) -> impl Future<Output = Result<Option<Action>>> + Send {
+        async { Ok(None) }
+    }
+    /// Create or update the cloud side (finalizer in place).
+    fn apply(
+        scope: &mut Scope<'_, Self>,
+        owners: Self::Owners,
+    ) -> impl Future<Output = Result<Action>> + Send;
+    /// Delete the cloud side: `None` once everything is gone (the finalizer is then removed),
+    /// else the requeue while something is still going away.
+    fn cleanup(
+        scope: &mut Scope<'_, Self>,
+        owners: Self::Owners,
+    ) -> impl Future<Output = Result<Option<Action>>> + Send;
+}
+
+/// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
+pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
+    runtime::instrumented(K::CONTROLLER, &*obj, &ctx, run(obj.clone(), &ctx)).await
+}
+
+async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
+    let deleting = is_deleting(&*obj);
+    let owners = match K::owners(&obj, ctx, deleting).await? {
+        Owners::Found(o) => o,
+        Owners::Skip(why) => {
+            tracing::debug!(controller = K::CONTROLLER, namespace = %obj.namespace().unwrap_or_default(), name = %obj.name_any(), "{why}");
+            return Ok(Action::await_change());
+        }
+    };
+    let paused = K::paused(&owners) || has_paused_annotation(&*obj);
+    let obj = K::effective(obj, &owners);
+    let mut scope = Scope::new(ctx, &*obj);
+    scope.record_pause(paused).await?;
+    if paused {
+        tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused");
+        return Ok(Action::await_change());
+    }
+    if deleting {
+        if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
+            return Ok(Action::await_change());
+        }
+        return match K::cleanup(&mut scope, owners).await {
+            Ok(Some(action)) => Ok(action),
+            Ok(None) => {
+                runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER).await?;
+                Ok(Action::await_change())
+            }
+            Err(e) => Err(scope.fail(e).await),
+        };
+    }
+    if let Some(action) = K::preconditions(&mut scope, &owners).await? {
+        return Ok(action);
+    }
+    if ensure_finalizer(&scope.api, &*obj, K::FINALIZER).await? {
+        return Ok(Action::await_change());
+    }
+    match K::apply(&mut scope, owners).await {
+        Ok(action) => Ok(action),
+        Err(e) => Err(scope.fail(e).await),
+    }
+}
+
+/// One reconcile's view of an object: the object, its status being built, and the status last
+/// written (so a step writes only when something changed).
+pub struct Scope<'a, K: Reconciled> {
+    /// The controllers' shared context.
+    pub ctx: &'a Context,
+    /// The object as reconciled.
+    pub obj: &'a K,
+    /// The object's API (its namespace).
+    pub api: Api<K>,
+    /// The object's name.
+    pub name: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// Ownership of the object's cloud resources.
+    pub owner: K::CloudOwner,
+    /// Status being built.
+    pub status: K::Status,
+    written: K::Status,
+    /// Condition type of the step under way (where a failure is reported besides Ready).
+    pub step: &'static str,
+}
+
+impl<'a, K: Reconciled> Scope<'a, K> {
+    /// The scope of one reconcile of `obj`.
+    pub fn new(ctx: &'a Context, obj: &'a K) -> Self {
+        let namespace = obj.namespace().unwrap_or_default();
+        let status = obj.status().cloned().unwrap_or_default();
+        Self {
+            ctx,
+            obj,
+            api: Api::namespaced(ctx.client.clone(), &namespace),
+            name: obj.name_any(),
+            namespace,
+            owner: obj.cloud_owner(),
+            step: K::first_step(&status),
+            written: status.clone(),
+            status,
+        }
+    }
+
+    /// Key of this object in the context's memo tables (stable across `clusterctl move`).
+    pub fn key(&self) -> String {
+        format!("{}/{}", runtime::owner_id(self.obj), K::CONTROLLER)
+    }
+
+    /// `Kind ns/name`, for messages.
+    pub fn object(&self) -> String {
+        format!("{} {}/{}", K::kind(&()), self.namespace, self.name)
+    }
+
+    /// The OpenStack session of `identity`.
+    pub async fn session_for(
+        &self,
+        identity: &OpenStackIdentityReference,
+    ) -> Result<capo_openstack::Session> {
+        crate::credentials::session_for(self.ctx, &self.object(), &self.namespace, identity).await
+    }
+
+    /// The OpenStack session of the object's own identityRef.
+    pub async fn session(&self) -> Result<capo_openstack::Session> {
+        let identity = self.obj.identity_ref().ok_or_else(|| {
+            Error::InvalidSpec(format!("{}: spec.identityRef is not set", self.object()))
+        })?;
+        self.session_for(identity).await
+    }
+
+    /// Set a condition.
+    pub fn set(&mut self, type_: &str, state: State) {
+        conditions::set(K::conditions(&mut self.status), type_, state);
+    }
+
+    /// Write status if it changed since the last write.
+    pub async fn flush(&mut self) -> Result<()> {
+        if self.status == self.written {
+            return Ok(());
+        }
+        crate::status::apply_status(&self.api, &self.name, &self.status).await?;
+        self.written = self.status.clone();
+        Ok(())
+    }
+
+    /// Record pause in the `Paused` condition, written at once when it changes (absent counts
+    /// as not paused, so objects never paused carry no condition).
+    async fn record_pause(&mut self, paused: bool) -> Result<()> {
+        let current = conditions::get(K::conditions(&mut self.status), PAUSED_CONDITION)
+            .map(|c| c.status == "True");
+        if current == Some(paused) || (current.is_none() && !paused) {
+            return Ok(());
+        }
+        let state = if paused {
+            State::True
+        } else {
+            State::info("NotPaused", "")
+        };
+        self.set(PAUSED_CONDITION, state);
+        self.flush().await
+    }
+
+    /// Report `err` on the current step's condition and on Ready, write status and emit a
+    /// Warning event; returns the error for the error policy.
+    pub async fn fail(&mut self, err: Error) -> Error {
+        if err.is_conflict() {
+            return err;
+        }
+        let provisioned = K::provisioned(&self.status);
+        let reason = failure_reason(&err, self.step, provisioned, K::INVALID_SPEC_REASON);
+        let message = err.to_string();
+        if self.step != condition_types::READY {
+            self.set(self.step, State::error(reason, message.clone()));
+        }
+        self.set(
+            condition_types::READY,
+            State::error(reason, message.clone()),
+        );
+        if let Err(e) = self.flush().await {
+            tracing::warn!(error = %e, "could not record the failure in status");
+        }
+        self.event(EventType::Warning, reason, "Reconcile", Some(message))
+            .await;
+        err
+    }
+
+    /// Publish an event about this object (failures to publish are logged, never fatal).
+    pub async fn event(&self, type_: EventType, reason: &str, action: &str, note: Option<String>) {
+        self.ctx
+            .publish(self.obj, type_, reason, action, note)
+            .await;
+    }
+}
+
+/// The condition reason of a failure, for every kind: the spec (or something it references
+/// that the cloud does not have, before the object was ever provisioned), the credentials,
+/// else what the step under way was doing.
+pub fn failure_reason(
+    err: &Error,
+    step: &str,
+    provisioned: bool,
+    invalid_spec: &'static str,
+) -> &'static str {
+    use capo_cloud::Error as Cloud;
+    match err {
+        Error::InvalidSpec(_) | Error::Cloud(Cloud::InvalidSpec(_)) => invalid_spec,
+        Error::Cloud(Cloud::NotFound { .. }) if !provisioned => invalid_spec,
+        Error::Credentials(_) => "InvalidCredentials",
+        _ if step == condition_types::API_SERVER_INGRESS_READY => {
+            condition_reasons::LOAD_BALANCER_MEMBER_ERROR
+        }
+        Error::Cloud(_) if step == condition_types::INSTANCE_READY && !provisioned => {
+            condition_reasons::INSTANCE_CREATE_FAILED
+        }
+        _ => condition_reasons::OPENSTACK_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_mapping_for_every_kind() {
+        let spec = Error::InvalidSpec("x".into());
+        assert_eq!(
+            failure_reason(&spec, condition_types::READY, true, "InvalidSpec"),
+            "InvalidSpec"
+        );
+        let creds = Error::Credentials("x".into());
+        assert_eq!(
+            failure_reason(&creds, condition_types::INSTANCE_READY, false, "I"),
+            "InvalidCredentials"
+        );
+        let fin = Error::Finalizer("x".into());
+        assert_eq!(
+            failure_reason(&fin, condition_types::API_SERVER_INGRESS_READY, true, "I"),
+            condition_reasons::LOAD_BALANCER_MEMBER_ERROR
+        );
+        assert_eq!(
+            failure_reason(&fin, condition_types::INSTANCE_READY, false, "I"),
+            condition_reasons::OPENSTACK_ERROR
+        );
+    }
+}
