@@ -37,7 +37,7 @@ pub use floating_ip::{
     ApiFloatingIp, FipTarget, Purpose, associate_api_floating_ip, delete_api_floating_ip,
     delete_floating_ips, ensure_api_floating_ip, ensure_floating_ip,
 };
-pub use members::{delete_member, ensure_member};
+pub use members::{delete_member, ensure_member, ensure_port_member};
 
 /// Whether a step has converged.
 #[derive(Debug, Clone, PartialEq, Eq)]

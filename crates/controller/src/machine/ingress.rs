@@ -8,7 +8,7 @@ use capo_cloud::loadbalancer::children::api_ports;
 use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, Progress};
 use capo_openstack::Session;
-use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter, PORT, Port};
+use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter};
 
 use crate::error::{Error, Result};
 
@@ -126,20 +126,12 @@ pub(super) async fn ensure(
 ) -> Result<Progress> {
     match mode {
         Mode::LoadBalancer { lb_id, ports } => {
-            let port: Port = net::get(s, PORT, port_id)
-                .await
-                .map_err(Error::openstack(format!("get port {port_id}")))?;
-            let Some(address) = port.fixed_ips.iter().find_map(|f| f.ip_address.clone()) else {
-                return Ok(Progress::NotReady(format!(
-                    "port {port_id} has no address yet"
-                )));
-            };
             let t = MemberTarget {
                 lb_id,
                 ports,
                 machine,
             };
-            Ok(lb::ensure_member(s, t, &address).await?)
+            Ok(lb::ensure_port_member(s, t, port_id).await?)
         }
         Mode::LoadBalancerPending => Ok(Progress::NotReady(
             "waiting for the API load balancer".into(),
