@@ -97,6 +97,11 @@ impl Error {
         }
     }
 
+    /// True when the cloud answered 404 (the resource is gone).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::OpenStack { source, .. } if source.is_not_found())
+    }
+
     /// True when a retry should wait long (minutes, not seconds): a server in ERROR or quota
     /// exhaustion only clears when capacity is freed.
     pub fn is_slow_retry(&self) -> bool {
