@@ -208,25 +208,18 @@ pub async fn list_app_credentials_by_name(s: &Session, name: &str) -> Result<Vec
 /// The credential `id` of the session's user; None when Keystone has none.
 pub async fn get_app_credential(s: &Session, id: &str) -> Result<Option<AppCredential>> {
     let user = user(s).await?;
-    match s
-        .fetch(&get_request(&user, id), "application_credential")
+    s.fetch(&get_request(&user, id), "application_credential")
         .await
-    {
-        Ok(c) => Ok(Some(c)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get application credential {id}"), e)),
-    }
+        .ctx_opt(|| format!("get application credential {id}"))
 }
 
 /// Delete credential `id` of the session's user; absent is success.
 pub async fn delete_app_credential(s: &Session, id: &str) -> Result<()> {
     let user = user(s).await?;
-    match s.send(&delete_request(&user, id)).await {
-        Err(e) if !e.is_not_found() => {
-            Err(Error::api(format!("delete application credential {id}"), e))
-        }
-        _ => Ok(()),
-    }
+    s.send(&delete_request(&user, id))
+        .await
+        .ctx_opt(|| format!("delete application credential {id}"))?;
+    Ok(())
 }
 
 /// Make sure the caller has a usable credential named `name`: one list by name when the held

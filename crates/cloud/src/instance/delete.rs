@@ -141,11 +141,8 @@ async fn delete_volumes(
 ) -> Result<Outcome<()>> {
     let mut vols = Vec::new();
     for id in recorded.iter().filter(|i| !i.is_empty()) {
-        match bs::get_volume(s, id).await {
-            Ok(v) => vols.push(v),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(Error::api(format!("get volume {id}"), e)),
-        }
+        let got = bs::get_volume(s, id).await;
+        vols.extend(got.ctx_opt(|| format!("get volume {id}"))?);
     }
     for name in names {
         if vols.iter().any(|v| v.name.as_deref() == Some(name)) {

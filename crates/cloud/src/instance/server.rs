@@ -123,19 +123,17 @@ pub(crate) async fn find_server(
 
 /// GET server `id`; a 404 is `None`.
 pub async fn get_server(s: &Session, id: &str) -> Result<Option<Server>> {
-    match compute::get_server(s, id).await {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get server {id}"), e)),
-    }
+    compute::get_server(s, id)
+        .await
+        .ctx_opt(|| format!("get server {id}"))
 }
 
 /// DELETE server `id` without waiting for it to go; a 404 counts as done.
 pub async fn delete_server(s: &Session, id: &str) -> Result<()> {
-    match compute::delete_server(s, id).await {
-        Err(e) if !e.is_not_found() => Err(Error::api(format!("delete server {id}"), e)),
-        _ => Ok(()),
-    }
+    compute::delete_server(s, id)
+        .await
+        .ctx_opt(|| format!("delete server {id}"))?;
+    Ok(())
 }
 
 fn escape_regex(s: &str) -> String {

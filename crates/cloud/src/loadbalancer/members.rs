@@ -145,10 +145,12 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
             .await
             .ctx(|| format!("list members of pool {}", pool.id))?;
         if let Some(m) = members.iter().find(|m| m.name == name) {
-            match lbaas::delete_member(s, &pool.id, &m.id).await {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(Error::api(format!("delete member {}", m.id), e)),
+            let deleted = lbaas::delete_member(s, &pool.id, &m.id).await;
+            if deleted
+                .ctx_opt(|| format!("delete member {}", m.id))?
+                .is_none()
+            {
+                continue;
             }
             return Ok(Progress::NotReady(format!("member {name} deleted")));
         }
