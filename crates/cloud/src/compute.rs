@@ -46,8 +46,8 @@ pub async fn ensure_keypair(s: &Session, name: &str, public_key: &str) -> Result
 
 /// Delete Nova key pair `name`; absent is success.
 pub async fn delete_keypair(s: &Session, name: &str) -> Result<()> {
-    match capo_openstack::compute::delete_keypair(s, name).await {
-        Err(e) if !e.is_not_found() => Err(crate::Error::api(format!("delete key pair {name}"), e)),
-        _ => Ok(()),
-    }
+    capo_openstack::compute::delete_keypair(s, name)
+        .await
+        .ctx_opt(|| format!("delete key pair {name}"))?;
+    Ok(())
 }

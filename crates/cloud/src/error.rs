@@ -97,6 +97,11 @@ impl Error {
         }
     }
 
+    /// True when the cloud answered 404 (the resource is gone).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::OpenStack { source, .. } if source.is_not_found())
+    }
+
     /// True when a retry should wait long (minutes, not seconds): a server in ERROR or quota
     /// exhaustion only clears when capacity is freed.
     pub fn is_slow_retry(&self) -> bool {
@@ -135,10 +140,20 @@ impl Error {
 pub(crate) trait Context<T> {
     /// Map the client error into [`Error::OpenStack`] with `op` as context.
     fn ctx(self, op: impl FnOnce() -> String) -> Result<T>;
+    /// Like [`Context::ctx`], but a 404 (the resource is gone) is `Ok(None)`.
+    fn ctx_opt(self, op: impl FnOnce() -> String) -> Result<Option<T>>;
 }
 
 impl<T> Context<T> for capo_openstack::Result<T> {
     fn ctx(self, op: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| Error::api(op(), e))
+    }
+
+    fn ctx_opt(self, op: impl FnOnce() -> String) -> Result<Option<T>> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(Error::api(op(), e)),
+        }
     }
 }

@@ -128,6 +128,44 @@ pub fn delete_request(user_id: &str, id: &str) -> Request {
     )
 }
 
+/// What the session's token says about where the cluster lives: project, region and the
+/// catalog's service hosts (no request while the token is fresh).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenScope {
+    /// Keystone project ID.
+    pub project_id: String,
+    /// Project name, when Keystone returned one.
+    pub project_name: Option<String>,
+    /// Name of the project's domain, when Keystone returned one.
+    pub project_domain_name: Option<String>,
+    /// Service hosts by catalog type, plus `auth` (see [`Session::endpoint_hosts`]).
+    pub endpoint_hosts: std::collections::BTreeMap<String, String>,
+    /// The configured region, else the catalog's only one.
+    pub region: Option<String>,
+}
+
+/// Read [`TokenScope`] from the session.
+pub async fn token_scope(s: &Session) -> Result<TokenScope> {
+    let project = || "read the token's project".to_owned();
+    Ok(TokenScope {
+        project_id: s.project_id().await.ctx(project)?,
+        project_name: s.project_name().await.ctx(project)?,
+        project_domain_name: s.project_domain_name().await.ctx(project)?,
+        endpoint_hosts: s
+            .endpoint_hosts()
+            .await
+            .ctx(|| "read the catalog".to_owned())?,
+        region: region(s).await?,
+    })
+}
+
+/// The configured region, else the catalog's only region for the session's interface.
+pub async fn region(s: &Session) -> Result<Option<String>> {
+    s.effective_region()
+        .await
+        .ctx(|| "read the catalog".to_owned())
+}
+
 async fn user(s: &Session) -> Result<String> {
     s.user_id().await.ctx(|| "read the token's user".to_owned())
 }
@@ -170,25 +208,18 @@ pub async fn list_app_credentials_by_name(s: &Session, name: &str) -> Result<Vec
 /// The credential `id` of the session's user; None when Keystone has none.
 pub async fn get_app_credential(s: &Session, id: &str) -> Result<Option<AppCredential>> {
     let user = user(s).await?;
-    match s
-        .fetch(&get_request(&user, id), "application_credential")
+    s.fetch(&get_request(&user, id), "application_credential")
         .await
-    {
-        Ok(c) => Ok(Some(c)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get application credential {id}"), e)),
-    }
+        .ctx_opt(|| format!("get application credential {id}"))
 }
 
 /// Delete credential `id` of the session's user; absent is success.
 pub async fn delete_app_credential(s: &Session, id: &str) -> Result<()> {
     let user = user(s).await?;
-    match s.send(&delete_request(&user, id)).await {
-        Err(e) if !e.is_not_found() => {
-            Err(Error::api(format!("delete application credential {id}"), e))
-        }
-        _ => Ok(()),
-    }
+    s.send(&delete_request(&user, id))
+        .await
+        .ctx_opt(|| format!("delete application credential {id}"))?;
+    Ok(())
 }
 
 /// Make sure the caller has a usable credential named `name`: one list by name when the held

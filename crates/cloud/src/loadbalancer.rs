@@ -1,4 +1,5 @@
-//! The API server load balancer (Octavia) and its floating IP.
+//! The API server load balancer (Octavia); its floating IP is a Neutron resource
+//! ([`crate::networking::floating_ip`]).
 //!
 //! - [`balancer`]: the load balancer itself (`k8s-clusterapi-cluster-<ns>-<name>-kubeapi`),
 //!   found by recorded ID, then by name + ownership tag (untagged = adopted, foreign = refused),
@@ -8,14 +9,11 @@
 //!   upstream picks up another cluster's listener of the same name).
 //! - [`cidrs`]: the listeners' `allowed_cidrs` (IPv6 kept).
 //! - [`members`]: pool members per (port, machine), for the machine controller.
-//! - [`floating_ip`]: the API floating IP, allocated (and reported for status) before it is
-//!   associated in a separate step, so a crash in between never allocates a second one.
 //!
 //! Nothing here waits: Octavia accepts one change at a time per load balancer and answers 409
 //! while it is `PENDING_*`, so every function makes at most one Octavia write and returns
 //! [`Progress::NotReady`]; the caller requeues and calls again. The caller calls these only
-//! when `spec.apiServerLoadBalancer.enabled` is true (and the FIP functions only when the API
-//! floating IP is not disabled).
+//! when `spec.apiServerLoadBalancer.enabled` is true.
 //!
 //! ## Request budget (capo-sim, warm session, 2 ports + floating IP; `tests/loadbalancer.rs`)
 //! Create: 10 writes (LB, then listener, pool, monitor per port, FIP allocate, tag, associate)
@@ -26,18 +24,13 @@
 pub mod balancer;
 pub mod children;
 pub mod cidrs;
-pub mod floating_ip;
 pub mod members;
 
 pub use balancer::{
     ApiLoadBalancer, LbInputs, delete_api_load_balancer, delete_load_balancer_named,
     ensure_api_load_balancer,
 };
-pub use floating_ip::{
-    ApiFloatingIp, FipTarget, Purpose, associate_api_floating_ip, delete_api_floating_ip,
-    delete_floating_ips, ensure_api_floating_ip, ensure_floating_ip,
-};
-pub use members::{delete_member, ensure_member};
+pub use members::{delete_member, ensure_member, ensure_port_member};
 
 /// Whether a step has converged.
 #[derive(Debug, Clone, PartialEq, Eq)]

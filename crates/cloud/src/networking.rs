@@ -1,11 +1,12 @@
-//! Neutron services of the cluster reconcile: external network, cluster network and subnets
-//! (managed or pre-existing), router, managed security groups, and their deletion.
+//! Neutron services: external network, cluster network and subnets (managed or pre-existing),
+//! router, managed security groups, VIP ports and floating IPs, and their deletion.
 //!
 //! Lookups prefer an ID recorded in status, then the deterministic name plus the ownership
 //! tag (see [`crate::ownership`]). User-provided resources (pre-existing network/subnets, a
 //! BYO router, the external network) are resolved, never tagged, updated or deleted.
 
 pub mod external;
+pub mod floating_ip;
 pub mod lookup;
 pub mod network;
 pub mod router;

@@ -10,6 +10,7 @@ use capo_api::v1beta1::{
 };
 use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs, Progress};
+use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::{Error, Owner};
 use capo_openstack::loadbalancer::{
     self as lbaas, LISTENER, LOAD_BALANCER, Listener, ListenerCreate, LoadBalancer,
@@ -140,12 +141,12 @@ async fn api_fip(
     c: &Cluster,
     l: &ApiLoadBalancer,
     recorded: Option<&str>,
-) -> lb::ApiFloatingIp {
+) -> fip::ApiFloatingIp {
     let ext = c.rec.external.as_ref().unwrap().id.clone();
-    let fip = lb::ensure_api_floating_ip(&env.s, o, spec, &ext, &l.vip_port_id, recorded)
+    let fip = fip::ensure_api_floating_ip(&env.s, o, spec, &ext, &l.vip_port_id, recorded)
         .await
         .unwrap();
-    lb::associate_api_floating_ip(&env.s, &fip, &l.vip_port_id)
+    fip::associate_floating_ip(&env.s, &fip, &l.vip_port_id)
         .await
         .unwrap();
     fip
@@ -158,7 +159,7 @@ async fn delete_all(
     c: &Cluster,
     id: Option<&str>,
 ) -> (usize, usize) {
-    lb::delete_api_floating_ip(&env.s, o, spec).await.unwrap();
+    fip::delete_api_floating_ip(&env.s, o, spec).await.unwrap();
     let mut calls = 0;
     loop {
         calls += 1;
@@ -511,7 +512,7 @@ async fn lost_reply_on_floating_ip_allocation_leaves_one() {
         }])
         .unwrap();
     let ext = c.rec.external.as_ref().unwrap().id.clone();
-    let first = lb::ensure_api_floating_ip(&env.s, &o, &spec, &ext, &l.vip_port_id, None).await;
+    let first = fip::ensure_api_floating_ip(&env.s, &o, &spec, &ext, &l.vip_port_id, None).await;
     assert!(first.is_err(), "the lost reply surfaces as an error");
     let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
     let fips = items(&env, "floatingips");
@@ -527,7 +528,9 @@ async fn lost_reply_on_floating_ip_allocation_leaves_one() {
         "tag written on the rerun"
     );
     // Delete removes it; a user-provided address is never deleted.
-    lb::delete_api_floating_ip(&env.s, &o, &spec).await.unwrap();
+    fip::delete_api_floating_ip(&env.s, &o, &spec)
+        .await
+        .unwrap();
     assert!(items(&env, "floatingips").is_empty());
 }
 
@@ -550,7 +553,9 @@ async fn user_floating_ip_is_kept_on_delete() {
     spec.api_server_floating_ip = Some(mine.floating_ip_address.clone());
     let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
     assert_eq!((fip.id.as_str(), fip.ours), (mine.id.as_str(), false));
-    lb::delete_api_floating_ip(&env.s, &o, &spec).await.unwrap();
+    fip::delete_api_floating_ip(&env.s, &o, &spec)
+        .await
+        .unwrap();
     assert_eq!(
         items(&env, "floatingips").len(),
         1,

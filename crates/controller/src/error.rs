@@ -17,22 +17,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// A cloud service failed (its message names the OpenStack operation and the cloud's text).
+    /// An OpenStack call failed; every one goes through `capo_cloud`, which classifies it once
+    /// (retryable, slow retry, not found, Retry-After). Its message names the operation and
+    /// the cloud's text.
     #[error(transparent)]
     Cloud(#[from] capo_cloud::Error),
     /// The identityRef could not be turned into a session (Secret missing, bad clouds.yaml,
     /// namespace not allowed to use a ClusterIdentity, ...).
     #[error("credentials: {0}")]
     Credentials(String),
-    /// The OpenStack client layer failed outside a cloud service (e.g. reading the catalog).
-    #[error("{op}: {source}")]
-    OpenStack {
-        /// What was being done.
-        op: String,
-        /// The client error.
-        #[source]
-        source: capo_openstack::Error,
-    },
     /// The object cannot be reconciled as written; retried only when it changes.
     #[error("invalid spec: {0}")]
     InvalidSpec(String),
@@ -51,12 +44,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// `map_err` adapter wrapping a client-layer error with what was being done.
-    pub fn openstack(op: impl Into<String>) -> impl FnOnce(capo_openstack::Error) -> Error {
-        let op = op.into();
-        move |source| Error::OpenStack { op, source }
-    }
-
     /// Wrap a kube error with what was being done.
     pub fn kube(op: impl Into<String>, source: kube::Error) -> Self {
         Error::Kube {
@@ -71,7 +58,6 @@ impl Error {
             Error::Kube { .. } => "kube",
             Error::Cloud(e) => e.category(),
             Error::Credentials(_) => "credentials",
-            Error::OpenStack { source, .. } => source.kind().map_or("openstack", |k| k.as_str()),
             Error::InvalidSpec(_) => "invalid_spec",
             Error::Serialize { .. } => "serialize",
             Error::Finalizer(_) => "finalizer",

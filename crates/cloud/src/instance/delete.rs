@@ -7,7 +7,7 @@ use capo_openstack::{Session, TagFilter, blockstorage as bs, compute};
 
 use super::Outcome;
 use super::owner::ServerOwner;
-use super::server::find_server;
+use super::server::{find_server, get_server};
 use super::volumes::find_volume;
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{delete_opt, get_opt};
@@ -35,7 +35,7 @@ pub async fn delete_server_resources(
     port_names: &[String],
     volume_names: &[String],
 ) -> Result<Outcome<()>> {
-    if let Some(wait) = delete_server(s, owner, rec.instance_id.as_deref()).await? {
+    if let Some(wait) = delete_owned_server(s, owner, rec.instance_id.as_deref()).await? {
         return Ok(wait);
     }
     for port in owned_ports(s, owner, &rec.port_ids, port_names).await? {
@@ -46,7 +46,7 @@ pub async fn delete_server_resources(
 }
 
 /// Some(NotReady) while a server of ours still exists (after asking Nova to delete it).
-async fn delete_server(
+async fn delete_owned_server(
     s: &Session,
     owner: &ServerOwner,
     recorded: Option<&str>,
@@ -62,11 +62,10 @@ async fn delete_server(
         }
     }
     // One look after the DELETE: clouds that delete at once need no requeue.
-    match compute::get_server(s, &server.id).await {
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get server {}", server.id), e)),
-        Ok(v) if v.status == "DELETED" => Ok(None),
-        Ok(v) => Ok(Some(Outcome::NotReady {
+    match get_server(s, &server.id).await? {
+        None => Ok(None),
+        Some(v) if v.status == "DELETED" => Ok(None),
+        Some(v) => Ok(Some(Outcome::NotReady {
             reason: format!("server {} is being deleted", owner.name),
             id: v.id,
         })),
@@ -142,11 +141,8 @@ async fn delete_volumes(
 ) -> Result<Outcome<()>> {
     let mut vols = Vec::new();
     for id in recorded.iter().filter(|i| !i.is_empty()) {
-        match bs::get_volume(s, id).await {
-            Ok(v) => vols.push(v),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(Error::api(format!("get volume {id}"), e)),
-        }
+        let got = bs::get_volume(s, id).await;
+        vols.extend(got.ctx_opt(|| format!("get volume {id}"))?);
     }
     for name in names {
         if vols.iter().any(|v| v.name.as_deref() == Some(name)) {

@@ -23,8 +23,11 @@ pub mod volumes;
 pub use delete::{Recorded, delete_server_resources};
 pub use owner::ServerOwner;
 pub use ports::{EnsuredPort, ensure_port, ensure_ports, port_name};
-pub use resolve::{resolve_flavor, resolve_image, resolve_server_group};
-pub use server::{ServerRequest, ensure_server};
+pub use resolve::{
+    resolve_flavor, resolve_image, resolve_network, resolve_security_group, resolve_server_group,
+    resolve_subnet,
+};
+pub use server::{ServerRequest, delete_server, ensure_server, get_server};
 pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};
 
 /// Result of a step that may have to wait for the cloud.

@@ -1,12 +1,17 @@
 //! Resolution of the server's references to IDs, before anything is created, so the caller
 //! can record them in `status.resolved` (and a later image deletion cannot block a delete).
 
-use capo_api::v1beta1::{ImageParam, ServerGroupParam};
+use capo_api::v1beta1::{ImageParam, NetworkParam, ServerGroupParam, SubnetParam};
 use capo_openstack::Session;
 use capo_openstack::compute::{self, Flavor};
 use capo_openstack::image::{self, ImageFilter};
+use capo_openstack::network::{
+    ListFilter, NETWORK, Network, Resource, SECURITY_GROUP, SUBNET, SecurityGroup, Subnet,
+};
+use serde::de::DeserializeOwned;
 
 use crate::error::{Context, Error, Result};
+use crate::networking::lookup::{Tagged, neutron_filter, resolve_one, subnet_filter};
 
 /// Image ID: `id` is checked with one GET; a filter (name and/or tags) must match exactly one
 /// image. An ORC `imageRef` is resolved by the controller (it reads a Kubernetes object).
@@ -119,4 +124,39 @@ pub async fn resolve_server_group(s: &Session, p: &ServerGroupParam) -> Result<S
             count,
         }),
     }
+}
+
+/// Network ID of a port: an ID is taken as given (the port create reports a wrong one), a
+/// filter must match exactly one network.
+pub async fn resolve_network(s: &Session, p: &NetworkParam) -> Result<String> {
+    let filter = p.filter.as_ref().map(neutron_filter);
+    neutron_id::<Network>(s, NETWORK, p.id.as_deref(), filter).await
+}
+
+/// Security group ID of a port, with the same rules as [`resolve_network`].
+pub async fn resolve_security_group(s: &Session, p: &NetworkParam) -> Result<String> {
+    let filter = p.filter.as_ref().map(neutron_filter);
+    neutron_id::<SecurityGroup>(s, SECURITY_GROUP, p.id.as_deref(), filter).await
+}
+
+/// Subnet ID of a port's fixed IP on `network_id`, with the same rules as [`resolve_network`].
+pub async fn resolve_subnet(s: &Session, p: &SubnetParam, network_id: &str) -> Result<String> {
+    // A port's subnet must be on the port's network.
+    let filter = p
+        .filter
+        .as_ref()
+        .map(|f| subnet_filter(f).with("network_id", network_id));
+    neutron_id::<Subnet>(s, SUBNET, p.id.as_deref(), filter).await
+}
+
+async fn neutron_id<T: DeserializeOwned + Tagged>(
+    s: &Session,
+    r: Resource,
+    id: Option<&str>,
+    filter: Option<ListFilter>,
+) -> Result<String> {
+    if let Some(id) = id.filter(|i| !i.is_empty()) {
+        return Ok(id.to_owned());
+    }
+    Ok(resolve_one::<T>(s, r, None, filter).await?.id().to_owned())
 }

@@ -105,12 +105,10 @@ pub(crate) async fn find_server(
     recorded: Option<&str>,
 ) -> Result<Option<Server>> {
     let class = |v: &Server| owner.classify_metadata(&v.metadata);
-    if let Some(id) = recorded.filter(|i| !i.is_empty()) {
-        match compute::get_server(s, id).await {
-            Ok(v) => return pick("server", &owner.name, vec![v], |v| &v.id, class),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(Error::api(format!("get server {id}"), e)),
-        }
+    if let Some(id) = recorded.filter(|i| !i.is_empty())
+        && let Some(v) = get_server(s, id).await?
+    {
+        return pick("server", &owner.name, vec![v], |v| &v.id, class);
     }
     // Nova's name filter is a regex: escape the name and anchor it.
     let re = format!("^{}$", escape_regex(&owner.name));
@@ -121,6 +119,21 @@ pub(crate) async fn find_server(
         .filter(|v| v.name == owner.name && v.status != "DELETED")
         .collect();
     pick("server", &owner.name, found, |v| &v.id, class)
+}
+
+/// GET server `id`; a 404 is `None`.
+pub async fn get_server(s: &Session, id: &str) -> Result<Option<Server>> {
+    compute::get_server(s, id)
+        .await
+        .ctx_opt(|| format!("get server {id}"))
+}
+
+/// DELETE server `id` without waiting for it to go; a 404 counts as done.
+pub async fn delete_server(s: &Session, id: &str) -> Result<()> {
+    compute::delete_server(s, id)
+        .await
+        .ctx_opt(|| format!("delete server {id}"))?;
+    Ok(())
 }
 
 fn escape_regex(s: &str) -> String {

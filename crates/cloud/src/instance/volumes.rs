@@ -166,10 +166,9 @@ pub(crate) async fn find_volume(
 ) -> Result<Option<Volume>> {
     let class = |v: &Volume| owner.classify_metadata(&v.metadata);
     if let Some(id) = recorded.filter(|i| !i.is_empty()) {
-        match bs::get_volume(s, id).await {
-            Ok(v) => return pick("volume", name, vec![v], |v| &v.id, class),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(Error::api(format!("get volume {id}"), e)),
+        let got = bs::get_volume(s, id).await;
+        if let Some(v) = got.ctx_opt(|| format!("get volume {id}"))? {
+            return pick("volume", name, vec![v], |v| &v.id, class);
         }
     }
     let found: Vec<Volume> = bs::list_volumes(s, Some(name))

@@ -345,12 +345,11 @@ pub async fn delete_load_balancer_named(
             found.id, found.provisioning_status
         )));
     }
-    match lbaas::delete_load_balancer(s, &found.id, true).await {
-        Ok(()) => Ok(Progress::NotReady(format!(
-            "load balancer {} is being deleted",
-            found.id
-        ))),
-        Err(e) if e.is_not_found() => Ok(Progress::Ready),
-        Err(e) => Err(Error::api(format!("delete loadbalancer {}", found.id), e)),
-    }
+    let deleted = lbaas::delete_load_balancer(s, &found.id, true).await;
+    Ok(
+        match deleted.ctx_opt(|| format!("delete loadbalancer {}", found.id))? {
+            Some(()) => Progress::NotReady(format!("load balancer {} is being deleted", found.id)),
+            None => Progress::Ready,
+        },
+    )
 }

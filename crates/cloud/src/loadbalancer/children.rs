@@ -81,11 +81,9 @@ pub(crate) async fn get_opt<T: DeserializeOwned>(
     r: lbaas::Resource,
     id: &str,
 ) -> Result<Option<T>> {
-    match lbaas::get(s, r, id).await {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get {} {id}", r.singular), e)),
-    }
+    lbaas::get(s, r, id)
+        .await
+        .ctx_opt(|| format!("get {} {id}", r.singular))
 }
 
 /// The load balancer's listeners (one GET each).

@@ -7,10 +7,13 @@ use capo_openstack::loadbalancer::{
     self as lbaas, LOAD_BALANCER, Listener, MemberCreate, POOL, Pool,
 };
 
+use capo_openstack::network::{self as net, PORT, Port};
+
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::balancer::LbWithRefs;
 use crate::loadbalancer::children::{get_opt, listeners_of};
 use crate::loadbalancer::{Progress, progress_of};
+use crate::networking::vip_port::vip_address;
 
 /// Where a member goes: the load balancer and the API ports (see
 /// [`crate::loadbalancer::children::api_ports`]).
@@ -56,6 +59,24 @@ async fn pool_of(
         return Ok(None);
     };
     get_opt::<Pool>(s, POOL, pool_id).await
+}
+
+/// [`ensure_member`] with the first address of the machine's port `port_id` (NotReady while
+/// the port has none).
+pub async fn ensure_port_member(
+    s: &Session,
+    t: MemberTarget<'_>,
+    port_id: &str,
+) -> Result<Progress> {
+    let port: Port = net::get(s, PORT, port_id)
+        .await
+        .ctx(|| format!("get port {port_id}"))?;
+    match vip_address(&port) {
+        Some(address) => ensure_member(s, t, &address).await,
+        None => Ok(Progress::NotReady(format!(
+            "port {port_id} has no address yet"
+        ))),
+    }
 }
 
 /// Ensure the machine is a member (with `address`) of every API port's pool; one write per call.
@@ -124,10 +145,12 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
             .await
             .ctx(|| format!("list members of pool {}", pool.id))?;
         if let Some(m) = members.iter().find(|m| m.name == name) {
-            match lbaas::delete_member(s, &pool.id, &m.id).await {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => continue,
-                Err(e) => return Err(Error::api(format!("delete member {}", m.id), e)),
+            let deleted = lbaas::delete_member(s, &pool.id, &m.id).await;
+            if deleted
+                .ctx_opt(|| format!("delete member {}", m.id))?
+                .is_none()
+            {
+                continue;
             }
             return Ok(Progress::NotReady(format!("member {name} deleted")));
         }

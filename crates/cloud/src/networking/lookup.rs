@@ -34,19 +34,17 @@ tagged!(Network, Subnet, Router, SecurityGroup, Port);
 
 /// GET by ID; a 404 is `None`.
 pub async fn get_opt<T: DeserializeOwned>(s: &Session, r: Resource, id: &str) -> Result<Option<T>> {
-    match net::get(s, r, id).await {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(Error::api(format!("get {} {id}", r.singular), e)),
-    }
+    net::get(s, r, id)
+        .await
+        .ctx_opt(|| format!("get {} {id}", r.singular))
 }
 
 /// DELETE by ID; a 404 counts as done.
 pub async fn delete_opt(s: &Session, r: Resource, id: &str) -> Result<()> {
-    match net::delete(s, r, id).await {
-        Err(e) if !e.is_not_found() => Err(Error::api(format!("delete {} {id}", r.singular), e)),
-        _ => Ok(()),
-    }
+    net::delete(s, r, id)
+        .await
+        .ctx_opt(|| format!("delete {} {id}", r.singular))?;
+    Ok(())
 }
 
 /// Pick our resource among candidates that carry our deterministic name: ours first, then an

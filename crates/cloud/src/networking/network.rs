@@ -311,12 +311,8 @@ pub async fn delete_network(
 
 /// Detach a subnet from a router; already detached or router gone is success.
 pub(crate) async fn detach(s: &Session, router_id: &str, subnet_id: &str) -> Result<()> {
-    match net::remove_router_interface(s, router_id, subnet_id).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.is_not_found() => Ok(()),
-        Err(e) => Err(Error::api(
-            format!("detach subnet {subnet_id} from router {router_id}"),
-            e,
-        )),
-    }
+    net::remove_router_interface(s, router_id, subnet_id)
+        .await
+        .ctx_opt(|| format!("detach subnet {subnet_id} from router {router_id}"))?;
+    Ok(())
 }

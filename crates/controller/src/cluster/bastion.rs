@@ -13,7 +13,7 @@ use capo_api::constants::CLUSTER_NAME_LABEL;
 use capo_api::names::bastion_server_name;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Bastion, BastionStatus};
-use capo_cloud::loadbalancer::{self as lb, FipTarget, Purpose};
+use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_openstack::Session;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, PostParams};
@@ -179,9 +179,9 @@ async fn bastion_floating_ip(
         port_id: &port.id,
         recorded_ip,
     };
-    let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
-    lb::associate_api_floating_ip(s, &fip, &port.id).await?;
-    Ok(fip.ip)
+    let found = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
+    fip::associate_floating_ip(s, &found, &port.id).await?;
+    Ok(found.ip)
 }
 
 async fn create_bastion(
@@ -275,7 +275,7 @@ pub(super) async fn remove_bastion(
             .bastion
             .as_ref()
             .and_then(|b| b.floating_ip.as_deref());
-        lb::delete_floating_ips(s, &scope.owner, Purpose::Bastion, requested).await?;
+        fip::delete_floating_ips(s, &scope.owner, Purpose::Bastion, requested).await?;
     }
     scope.status.bastion = None;
     crate::conditions::remove(&mut scope.status.conditions, BASTION_READY);

@@ -8,8 +8,9 @@ use capo_api::constants::condition_types::READY;
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackMachine;
 use capo_cloud::loadbalancer::Progress;
-use capo_cloud::loadbalancer::{self as lb, Purpose};
+use capo_cloud::loadbalancer::{self as lb};
 use capo_cloud::networking;
+use capo_cloud::networking::floating_ip::{self as fip, Purpose};
 use capo_openstack::Session;
 use kube::api::ListParams;
 use kube::runtime::controller::Action;
@@ -45,8 +46,8 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Opti
         .bastion
         .as_ref()
         .and_then(|b| b.floating_ip.as_deref());
-    lb::delete_floating_ips(&s, &scope.owner, Purpose::Bastion, requested).await?;
-    lb::delete_api_floating_ip(&s, &scope.owner, &scope.obj.spec).await?;
+    fip::delete_floating_ips(&s, &scope.owner, Purpose::Bastion, requested).await?;
+    fip::delete_api_floating_ip(&s, &scope.owner, &scope.obj.spec).await?;
     if let Progress::NotReady(why) | Progress::Failed(why) = delete_load_balancer(scope, &s).await?
     {
         return deleting(scope, why).await;

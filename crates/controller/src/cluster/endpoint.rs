@@ -6,6 +6,7 @@ use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::v1beta1::{APIEndpoint, LoadBalancer};
 use capo_cloud::loadbalancer::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
+use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, decide};
 use capo_openstack::Session;
 
@@ -109,7 +110,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
             .as_ref()
             .map(|l| l.ip.clone())
             .filter(|i| !i.is_empty());
-        let fip = lb::ensure_api_floating_ip(
+        let fip = fip::ensure_api_floating_ip(
             s,
             &scope.owner,
             &scope.obj.spec,
@@ -123,7 +124,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
             l.ip = fip.ip.clone();
         }
         scope.flush().await?;
-        lb::associate_api_floating_ip(s, &fip, &found.vip_port_id).await?;
+        fip::associate_floating_ip(s, &fip, &found.vip_port_id).await?;
     }
     Ok(Step::Done)
 }
@@ -169,9 +170,15 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
                         "no control-plane endpoint: no load balancer, no external network for a floating IP, and no spec.apiServerFixedIP".into(),
                     ));
                 };
-                let got =
-                    lb::ensure_api_floating_ip(s, &scope.owner, &scope.obj.spec, &ext.id, "", None)
-                        .await?;
+                let got = fip::ensure_api_floating_ip(
+                    s,
+                    &scope.owner,
+                    &scope.obj.spec,
+                    &ext.id,
+                    "",
+                    None,
+                )
+                .await?;
                 fip = Some(got.ip);
             }
             EndpointDecision::NeedFloatingIp { .. } | EndpointDecision::Impossible => {

@@ -7,10 +7,10 @@ use capo_api::v1beta1::OpenStackCluster;
 use capo_cloud::loadbalancer::children::api_ports;
 use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, Progress};
+use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use capo_openstack::Session;
-use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter, PORT, Port};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Default Kubernetes API port.
 const DEFAULT_API_PORT: i32 = 6443;
@@ -126,32 +126,18 @@ pub(super) async fn ensure(
 ) -> Result<Progress> {
     match mode {
         Mode::LoadBalancer { lb_id, ports } => {
-            let port: Port = net::get(s, PORT, port_id)
-                .await
-                .map_err(Error::openstack(format!("get port {port_id}")))?;
-            let Some(address) = port.fixed_ips.iter().find_map(|f| f.ip_address.clone()) else {
-                return Ok(Progress::NotReady(format!(
-                    "port {port_id} has no address yet"
-                )));
-            };
             let t = MemberTarget {
                 lb_id,
                 ports,
                 machine,
             };
-            Ok(lb::ensure_member(s, t, &address).await?)
+            Ok(lb::ensure_port_member(s, t, port_id).await?)
         }
         Mode::LoadBalancerPending => Ok(Progress::NotReady(
             "waiting for the API load balancer".into(),
         )),
         Mode::FloatingIp(host) => {
-            let Some(fip) = find_fip(s, host).await? else {
-                return Ok(Progress::Ready);
-            };
-            if fip.port_id.is_none() {
-                tracing::info!(fip = %host, port = %port_id, %machine, "associating the API floating IP");
-                set_fip_port(s, &fip.id, Some(port_id)).await?;
-            }
+            fip::move_address(s, host, Some(port_id), MoveFrom::Nowhere).await?;
             Ok(Progress::Ready)
         }
         Mode::None => Ok(Progress::Ready),
@@ -178,37 +164,11 @@ pub(super) async fn remove(
             Ok(lb::delete_member(s, t).await?)
         }
         Mode::FloatingIp(host) => {
-            let Some(port_id) = port_id else {
-                return Ok(Progress::Ready);
-            };
-            let Some(fip) = find_fip(s, host).await? else {
-                return Ok(Progress::Ready);
-            };
-            if fip.port_id.as_deref() == Some(port_id) {
-                tracing::info!(fip = %host, from = %port_id, to = ?successor, "moving the API floating IP off a deleted machine");
-                set_fip_port(s, &fip.id, successor).await?;
+            if let Some(port_id) = port_id {
+                fip::move_address(s, host, successor, MoveFrom::Port(port_id)).await?;
             }
             Ok(Progress::Ready)
         }
         Mode::LoadBalancerPending | Mode::None => Ok(Progress::Ready),
     }
-}
-
-async fn find_fip(s: &Session, address: &str) -> Result<Option<FloatingIp>> {
-    let f = ListFilter::default().with("floating_ip_address", address);
-    let found: Vec<FloatingIp> = net::list(s, FLOATING_IP, &f)
-        .await
-        .map_err(Error::openstack(format!("list floating IPs {address}")))?;
-    Ok(found.into_iter().next())
-}
-
-async fn set_fip_port(s: &Session, fip_id: &str, port_id: Option<&str>) -> Result<()> {
-    let req = net::set_floating_ip_port_request(fip_id, port_id, None);
-    let _: FloatingIp = s
-        .fetch(&req, "floatingip")
-        .await
-        .map_err(Error::openstack(format!(
-            "set port of floating IP {fip_id} to {port_id:?}"
-        )))?;
-    Ok(())
 }

@@ -13,7 +13,7 @@ use capo_api::v1beta1::{
 };
 use capo_cloud::instance::{self, EnsuredVolume, Outcome, ServerRequest};
 use capo_openstack::Session;
-use capo_openstack::compute::{self, Server, UserData};
+use capo_openstack::compute::{Server, UserData};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::runtime::controller::Action;
@@ -394,9 +394,8 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
             Some(message),
         )
         .await;
-    match compute::delete_server(s, id).await {
+    match instance::delete_server(s, id).await {
         Ok(()) => tracing::info!(%id, "deleted failed server; retrying later"),
-        Err(e) if e.is_not_found() => {}
         Err(e) => tracing::warn!(%id, error = %e, "could not delete failed server; retrying later"),
     }
     Ok(Action::requeue(scope.ctx.options.slow_retry))

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use capo_api::constants::{CLUSTER_NAME_LABEL, IP_CLAIM_FINALIZER};
 use capo_api::names::floating_ip_claim_name;
 use capo_api::v1beta1::TypedLocalObjectReference;
+use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use capo_openstack::Session;
-use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, ListFilter};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
@@ -77,34 +77,13 @@ pub(super) async fn ensure(
     else {
         return Ok(Err(format!("IPAddress {address_name} has no address yet")));
     };
-    if !associate(s, address, port_id).await? {
+    if !fip::move_address(s, address, Some(port_id), MoveFrom::Anywhere).await? {
         return Ok(Err(format!(
             "floating IP {address} of pool {} not found",
             pool.name
         )));
     }
     Ok(Ok(address.to_owned()))
-}
-
-/// Put the floating IP `address` on `port_id`; false when no such floating IP exists.
-async fn associate(s: &Session, address: &str, port_id: &str) -> Result<bool> {
-    let f = ListFilter::default().with("floating_ip_address", address);
-    let found: Vec<FloatingIp> = net::list(s, FLOATING_IP, &f)
-        .await
-        .map_err(Error::openstack(format!("list floating IPs {address}")))?;
-    let Some(fip) = found.into_iter().next() else {
-        return Ok(false);
-    };
-    if fip.port_id.as_deref() != Some(port_id) {
-        let req = net::set_floating_ip_port_request(&fip.id, Some(port_id), None);
-        let _: FloatingIp =
-            s.fetch(&req, "floatingip")
-                .await
-                .map_err(Error::openstack(format!(
-                    "associate floating IP {address} with port {port_id}"
-                )))?;
-    }
-    Ok(true)
 }
 
 async fn create_claim(

@@ -10,9 +10,7 @@ use capo_api::v1beta1::{
     SubnetParam,
 };
 use capo_cloud::instance::{self, port_name};
-use capo_cloud::networking::lookup::{neutron_filter, resolve_one, subnet_filter};
 use capo_openstack::Session;
-use capo_openstack::network::{NETWORK, Network, SECURITY_GROUP, SUBNET, SecurityGroup, Subnet};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 
@@ -164,47 +162,19 @@ impl Resolver<'_> {
     }
 
     async fn network(&self, p: &NetworkParam) -> Result<String> {
-        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-            return Ok(id.to_owned());
-        }
-        let filter = p.filter.as_ref().map(neutron_filter);
-        self.cached("network", json_key(p)?, async {
-            resolve_one::<Network>(self.s, NETWORK, None, filter)
-                .await
-                .map(|n| n.id)
-        })
-        .await
+        let lookup = instance::resolve_network(self.s, p);
+        self.cached("network", json_key(p)?, lookup).await
     }
 
     async fn subnet(&self, p: &SubnetParam, network_id: &str) -> Result<String> {
-        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-            return Ok(id.to_owned());
-        }
-        // A port's subnet must be on the port's network.
-        let filter = p
-            .filter
-            .as_ref()
-            .map(|f| subnet_filter(f).with("network_id", network_id));
         let key = format!("{network_id}|{}", json_key(p)?);
-        self.cached("subnet", key, async {
-            resolve_one::<Subnet>(self.s, SUBNET, None, filter)
-                .await
-                .map(|n| n.id)
-        })
-        .await
+        let lookup = instance::resolve_subnet(self.s, p, network_id);
+        self.cached("subnet", key, lookup).await
     }
 
     async fn security_group(&self, p: &NetworkParam) -> Result<String> {
-        if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-            return Ok(id.to_owned());
-        }
-        let filter = p.filter.as_ref().map(neutron_filter);
-        self.cached("security group", json_key(p)?, async {
-            resolve_one::<SecurityGroup>(self.s, SECURITY_GROUP, None, filter)
-                .await
-                .map(|n| n.id)
-        })
-        .await
+        let lookup = instance::resolve_security_group(self.s, p);
+        self.cached("security group", json_key(p)?, lookup).await
     }
 }
 

@@ -2,10 +2,10 @@
 //! server, which is what detects an out-of-band deletion or a server gone to ERROR.
 
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
-use capo_openstack::{Session, compute};
+use capo_openstack::Session;
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 
 /// Fingerprint of what a converged reconcile depended on: UID, generation, spec, and the status
@@ -35,17 +35,16 @@ pub(super) async fn is_steady(
     if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
         return Ok(false);
     }
-    match compute::get_server(s, instance_id).await {
-        Ok(v) if v.status == "ACTIVE" => Ok(true),
-        Ok(v) => {
+    match capo_cloud::instance::get_server(s, instance_id).await? {
+        Some(v) if v.status == "ACTIVE" => Ok(true),
+        Some(v) => {
             tracing::info!(id = %instance_id, status = %v.status, "server changed state; full reconcile");
             ctx.forget_converged(key);
             Ok(false)
         }
-        Err(e) if e.is_not_found() => {
+        None => {
             ctx.forget_converged(key);
             Ok(false)
         }
-        Err(e) => Err(Error::openstack(format!("get server {instance_id}"))(e)),
     }
 }

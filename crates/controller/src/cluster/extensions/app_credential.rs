@@ -187,10 +187,7 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         secret: ensured.credential.secret,
         // The consumer refuses a clouds.yaml without region_name: the catalog's region when
         // the identity names none.
-        region: s
-            .effective_region()
-            .await
-            .map_err(crate::error::Error::openstack("read the catalog"))?,
+        region: identity::region(s).await?,
         interface: creds.interface().to_owned(),
         insecure: creds.entry.verify == Some(false),
     };

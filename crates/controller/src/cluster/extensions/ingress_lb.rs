@@ -5,11 +5,11 @@
 
 use capo_api::extensions::{IngressLoadBalancer, LOAD_BALANCER_MODE_OCTAVIA, VipStatus};
 use capo_api::v1beta1::{APIServerLoadBalancer, OpenStackClusterSpec};
-use capo_cloud::loadbalancer::{self as lb, FipTarget, LbInputs, Progress, Purpose};
+use capo_cloud::loadbalancer::{self as lb, LbInputs, Progress};
 use capo_openstack::Session;
 
 use super::super::Scope;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Name of the ingress load balancer.
 pub fn ingress_lb_name(namespace: &str, cluster: &str) -> String {
@@ -68,24 +68,7 @@ pub(super) async fn reconcile(
         return Ok(found.progress);
     }
     if ingress.floating_ip == Some(true) {
-        let Some(ext) = scope.status.external_network.clone() else {
-            return Err(Error::InvalidSpec(
-                "spec.extensions.loadBalancers.ingress.floatingIP needs an external network".into(),
-            ));
-        };
-        let target = FipTarget {
-            purpose: Purpose::Ingress,
-            requested: None,
-            external_network_id: &ext.id,
-            port_id: &found.vip_port_id,
-            recorded_ip: v.floating_ip.as_deref(),
-        };
-        let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
-        v.floating_ip = Some(fip.ip.clone());
-        v.floating_ip_id = Some(fip.id.clone());
-        super::vips::record(scope, true, v);
-        scope.flush().await?;
-        lb::associate_api_floating_ip(s, &fip, &found.vip_port_id).await?;
+        super::vips::ingress_floating_ip(scope, s, v, &found.vip_port_id).await?;
     }
     Ok(Progress::Ready)
 }

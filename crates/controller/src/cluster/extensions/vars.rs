@@ -10,32 +10,21 @@ use capo_openstack::Session;
 
 use super::super::Scope;
 use super::{keepalived_control_plane, spec};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).
 pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     let Some(ext_spec) = spec(scope.obj).cloned() else {
         return Ok(());
     };
-    let project_id = s
-        .project_id()
-        .await
-        .map_err(Error::openstack("read the token's project"))?;
-    let project_name = s
-        .project_name()
-        .await
-        .map_err(Error::openstack("read the token's project"))?;
-    let hosts = s
-        .endpoint_hosts()
-        .await
-        .map_err(Error::openstack("read the catalog"))?;
+    let token = capo_cloud::identity::token_scope(s).await?;
+    let hosts = &token.endpoint_hosts;
     // The token names the project's domain whatever authenticated it (an application
     // credential's clouds.yaml names none); clouds.yaml is the fallback for a token without it.
     let creds = s.credentials();
-    let project_domain = s
-        .project_domain_name()
-        .await
-        .map_err(Error::openstack("read the token's project"))?
+    let project_domain = token
+        .project_domain_name
+        .clone()
         .or_else(|| creds.entry.auth.project_domain_name.clone())
         .or_else(|| creds.entry.auth.project_domain_id.clone())
         .or_else(|| creds.entry.auth.user_domain_name.clone());
@@ -78,7 +67,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
     let ext = scope.status.extensions.get_or_insert_with(Default::default);
     ext.networking = Some(NetworkingStatus {
         cilium: Some(CiliumStatus {
-            project_id: Some(project_id),
+            project_id: Some(token.project_id),
             default_subnet_id: subnet,
             security_group_ids: security_groups,
             webhook_enable: Some(capo_ansible::webhook_enable(&ext_spec)),
@@ -116,12 +105,9 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
     ext.open_stack = Some(OpenStackEndpoints {
         mgmt: hosts.get("auth").cloned(),
         hosts: endpoints.clone(),
-        project: project_name,
+        project: token.project_name,
         project_domain,
-        region: s
-            .effective_region()
-            .await
-            .map_err(Error::openstack("read the catalog"))?,
+        region: token.region,
         app_credential,
     });
     ext.endpoints = Some(endpoints);

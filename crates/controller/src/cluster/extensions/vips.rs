@@ -4,7 +4,8 @@
 use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
 use capo_api::v1beta1::APIEndpoint;
-use capo_cloud::loadbalancer::{self as lb, FipTarget, Progress, Purpose};
+use capo_cloud::loadbalancer::Progress;
+use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
 
@@ -102,21 +103,15 @@ pub(in crate::cluster) async fn reconcile_control_plane(
     let fip_wanted = spec.disable_api_server_floating_ip != Some(true)
         && spec.disable_external_network != Some(true);
     if fip_wanted && let Some(ext) = scope.status.external_network.clone() {
-        let fip = lb::ensure_api_floating_ip(
-            s,
-            &scope.owner,
-            spec,
-            &ext.id,
-            &port_id,
-            v.floating_ip.as_deref(),
-        )
-        .await?;
-        // Recorded before it is associated: a crash in between finds it again.
-        v.floating_ip = Some(fip.ip.clone());
-        v.floating_ip_id = Some(fip.id.clone());
-        record(scope, false, v.clone());
-        scope.flush().await?;
-        lb::associate_api_floating_ip(s, &fip, &port_id).await?;
+        let (requested, recorded_ip) = (spec.api_server_floating_ip.clone(), v.floating_ip.clone());
+        let target = FipTarget {
+            purpose: Purpose::ApiServer,
+            requested: requested.as_deref(),
+            external_network_id: &ext.id,
+            port_id: &port_id,
+            recorded_ip: recorded_ip.as_deref(),
+        };
+        v = vip_floating_ip(scope, s, false, v, &target).await?;
     }
     let Some(host) = v.floating_ip.clone().or(v.vip.clone()) else {
         return Ok(Step::Wait("VIP port has no address yet".into()));
@@ -150,35 +145,60 @@ pub(in crate::cluster) async fn reconcile_ingress(
     if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
         return super::ingress_lb::reconcile(scope, s, &ingress).await;
     }
-    let mut v = ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
+    let v = ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
     if ingress.floating_ip == Some(true) {
-        let Some(ext) = scope.status.external_network.clone() else {
-            return Err(Error::InvalidSpec(
-                "spec.extensions.loadBalancers.ingress.floatingIP needs an external network".into(),
-            ));
-        };
         let port_id = v.port_id.clone().unwrap_or_default();
-        let target = FipTarget {
-            purpose: Purpose::Ingress,
-            requested: None,
-            external_network_id: &ext.id,
-            port_id: &port_id,
-            recorded_ip: v.floating_ip.as_deref(),
-        };
-        let fip = lb::ensure_floating_ip(s, &scope.owner, &target).await?;
-        v.floating_ip = Some(fip.ip.clone());
-        v.floating_ip_id = Some(fip.id.clone());
-        record(scope, true, v);
-        scope.flush().await?;
-        lb::associate_api_floating_ip(s, &fip, &port_id).await?;
+        ingress_floating_ip(scope, s, v, &port_id).await?;
     }
     Ok(Progress::Ready)
+}
+
+/// The ingress VIP's floating IP on `port_id` (keepalived port or Octavia VIP port).
+pub(super) async fn ingress_floating_ip(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    v: VipStatus,
+    port_id: &str,
+) -> Result<()> {
+    let Some(ext) = scope.status.external_network.clone() else {
+        return Err(Error::InvalidSpec(
+            "spec.extensions.loadBalancers.ingress.floatingIP needs an external network".into(),
+        ));
+    };
+    let recorded_ip = v.floating_ip.clone();
+    let target = FipTarget {
+        purpose: Purpose::Ingress,
+        requested: None,
+        external_network_id: &ext.id,
+        port_id,
+        recorded_ip: recorded_ip.as_deref(),
+    };
+    vip_floating_ip(scope, s, true, v, &target).await?;
+    Ok(())
+}
+
+/// Find or allocate the floating IP of VIP `v`, record it, then associate it: recorded
+/// first, so a crash in between finds it again.
+async fn vip_floating_ip(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    ingress: bool,
+    mut v: VipStatus,
+    target: &FipTarget<'_>,
+) -> Result<VipStatus> {
+    let found = fip::ensure_floating_ip(s, &scope.owner, target).await?;
+    v.floating_ip = Some(found.ip.clone());
+    v.floating_ip_id = Some(found.id.clone());
+    record(scope, ingress, v.clone());
+    scope.flush().await?;
+    fip::associate_floating_ip(s, &found, target.port_id).await?;
+    Ok(v)
 }
 
 /// Delete the ingress floating IP and load balancer, then the VIP ports (the API floating IP
 /// is deleted with the cluster's other API floating IPs). `NotReady` while Octavia deletes.
 pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
-    lb::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
+    fip::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
     let progress = super::ingress_lb::cleanup(scope, s).await?;
     if !progress.is_ready() {
         return Ok(progress);

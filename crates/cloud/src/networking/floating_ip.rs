@@ -1,9 +1,11 @@
-//! The API server floating IP (on the load balancer's VIP port), and the bastion's, which
-//! follows the same rules with its own description ([`Purpose`]).
+//! Neutron floating IPs, every use of them: the cluster's own (API server, bastion, ingress
+//! VIP; [`Purpose`]), and addresses allocated by someone else that only move between ports
+//! ([`move_address`]: an OpenStackFloatingIPPool's, the API floating IP shared by
+//! control-plane machines without a load balancer).
 //!
-//! Two steps, so a crash never allocates twice: [`ensure_api_floating_ip`] finds or allocates
+//! Two steps, so a crash never allocates twice: [`ensure_floating_ip`] finds or allocates
 //! the floating IP and returns it for the caller to record in status, then
-//! [`associate_api_floating_ip`] points it at the VIP port. Floating IPs this cluster allocated
+//! [`associate_floating_ip`] points it at its port. Floating IPs this cluster allocated
 //! carry a description naming the OpenStackCluster (UID included) plus the ownership tag; the
 //! description is set in the create itself, so even an allocation whose reply was lost is found
 //! again. Only those are ever deleted: a `spec.apiServerFloatingIP` is the user's.
@@ -12,7 +14,7 @@ use capo_api::v1beta1::OpenStackClusterSpec;
 use capo_openstack::Session;
 use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, FloatingIpCreate, ListFilter};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 use crate::networking::lookup::delete_opt;
 use crate::ownership::Owner;
 
@@ -49,11 +51,6 @@ impl Purpose {
             Purpose::Ingress => "ingress",
         }
     }
-}
-
-/// Description that marks a floating IP as allocated by this cluster for its API server.
-pub fn ours_description(owner: &Owner) -> String {
-    description(owner, Purpose::ApiServer)
 }
 
 /// Description that marks a floating IP as allocated by this cluster for `purpose`.
@@ -183,21 +180,60 @@ pub async fn ensure_floating_ip(
     Ok(wrap(owner, purpose, wanted, fip))
 }
 
-/// Associate the floating IP with the VIP port (no request when it already is).
-pub async fn associate_api_floating_ip(
-    s: &Session,
-    fip: &ApiFloatingIp,
-    vip_port_id: &str,
-) -> Result<()> {
-    if fip.port_id.as_deref() == Some(vip_port_id) {
+/// Associate the floating IP with `port_id` (no request when it already is).
+pub async fn associate_floating_ip(s: &Session, fip: &ApiFloatingIp, port_id: &str) -> Result<()> {
+    if fip.port_id.as_deref() == Some(port_id) {
         return Ok(());
     }
-    let req = net::set_floating_ip_port_request(&fip.id, Some(vip_port_id), None);
-    let _: FloatingIp = s
-        .fetch(&req, "floatingip")
-        .await
-        .ctx(|| format!("associate floating IP {} with port {vip_port_id}", fip.id))?;
+    set_port(s, &fip.id, Some(port_id)).await
+}
+
+/// Point floating IP `id` at `port_id`, or at no port.
+async fn set_port(s: &Session, id: &str, port_id: Option<&str>) -> Result<()> {
+    let req = net::set_floating_ip_port_request(id, port_id, None);
+    let _: FloatingIp = s.fetch(&req, "floatingip").await.ctx(|| match port_id {
+        Some(p) => format!("associate floating IP {id} with port {p}"),
+        None => format!("disassociate floating IP {id}"),
+    })?;
     Ok(())
+}
+
+/// Which port may hold an address that [`move_address`] moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveFrom<'a> {
+    /// Whatever port holds it (a pool's address belongs to the one server that claimed it).
+    Anywhere,
+    /// Only when no port holds it (the API floating IP shared by control-plane machines:
+    /// the first one keeps it).
+    Nowhere,
+    /// Only from this port (a machine going away hands it over).
+    Port(&'a str),
+}
+
+/// Move the floating IP with address `address` to port `to` (None: disassociate it) when its
+/// current port matches `from`; false when no floating IP has that address. The floating IP
+/// itself is never allocated or deleted here.
+pub async fn move_address(
+    s: &Session,
+    address: &str,
+    to: Option<&str>,
+    from: MoveFrom<'_>,
+) -> Result<bool> {
+    let f = ListFilter::default().with("floating_ip_address", address);
+    let Some(fip) = list_fips(s, f).await?.into_iter().next() else {
+        return Ok(false);
+    };
+    let held_by = fip.port_id.as_deref();
+    let go = match from {
+        MoveFrom::Anywhere => held_by != to,
+        MoveFrom::Nowhere => held_by.is_none() && to.is_some(),
+        MoveFrom::Port(p) => held_by == Some(p),
+    };
+    if go {
+        tracing::info!(fip = %address, from = ?held_by, ?to, "moving floating IP");
+        set_port(s, &fip.id, to).await?;
+    }
+    Ok(true)
 }
 
 /// Disassociate and delete every API floating IP this cluster allocated; a user-provided
@@ -229,16 +265,9 @@ pub async fn delete_floating_ips(
             continue;
         }
         if fip.port_id.is_some() {
-            let req = net::set_floating_ip_port_request(&fip.id, None, None);
-            match s.fetch::<FloatingIp>(&req, "floatingip").await {
-                Ok(_) => {}
+            match set_port(s, &fip.id, None).await {
                 Err(e) if e.is_not_found() => continue,
-                Err(e) => {
-                    return Err(Error::api(
-                        format!("disassociate floating IP {}", fip.id),
-                        e,
-                    ));
-                }
+                other => other?,
             }
         }
         delete_opt(s, FLOATING_IP, &fip.id).await?;
