@@ -208,7 +208,7 @@ pub async fn ensure_api_load_balancer(
     let child = ChildInputs {
         lb: &found,
         lb_spec: &lb_spec(inp.spec),
-        api_port: inp.spec.api_server_port.unwrap_or(6443),
+        api_port: inp.spec.api_server_port(),
         sources: crate::loadbalancer::cidrs::CidrSources {
             bastion_ips: inp.bastion_ips,
             subnet_cidrs: inp.subnet_cidrs,
