@@ -7,7 +7,7 @@ use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::v1beta1::{APIEndpoint, LoadBalancer};
 use capo_cloud::loadbalancer::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
-use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
+use capo_cloud::networking::floating_ip::{self as fip, FipTarget};
 use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, Strategy, decide, strategy};
 use capo_openstack::Session;
 
@@ -98,15 +98,14 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
             .as_ref()
             .map(|l| l.ip.clone())
             .filter(|i| !i.is_empty());
-        let api_fip = fip::ensure_api_floating_ip(
-            s,
-            &scope.owner,
-            &scope.osc.spec,
+        let osc = scope.osc;
+        let target = FipTarget::api_server(
+            &osc.spec,
             &ext.id,
             &found.vip_port_id,
             recorded_ip.as_deref(),
-        )
-        .await?;
+        );
+        let api_fip = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
         // Recorded before it is associated: a crash in between finds it again.
         if let Some(l) = scope.status.api_server_load_balancer.as_mut() {
             l.ip = api_fip.ip.clone();
@@ -153,15 +152,8 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
                         "no control-plane endpoint: no load balancer, no external network for a floating IP, and no spec.apiServerFixedIP".into(),
                     ));
                 };
-                let got = fip::ensure_api_floating_ip(
-                    s,
-                    &scope.owner,
-                    &scope.osc.spec,
-                    &ext.id,
-                    "",
-                    None,
-                )
-                .await?;
+                let target = FipTarget::api_server(&scope.osc.spec, &ext.id, "", None);
+                let got = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
                 floating_ip = Some(got.ip);
             }
             EndpointDecision::NeedFloatingIp { .. } | EndpointDecision::Impossible => {
@@ -184,18 +176,12 @@ async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<
     let Some(port_id) = v.port_id.clone() else {
         return Ok(Step::Wait("VIP port has no ID".into()));
     };
-    let spec = &scope.osc.spec;
-    if spec.wants_api_floating_ip()
+    let osc = scope.osc;
+    if osc.spec.wants_api_floating_ip()
         && let Some(ext) = scope.status.external_network.clone()
     {
-        let (requested, recorded_ip) = (spec.api_server_floating_ip.clone(), v.floating_ip.clone());
-        let target = FipTarget {
-            purpose: Purpose::ApiServer,
-            requested: requested.as_deref(),
-            external_network_id: &ext.id,
-            port_id: &port_id,
-            recorded_ip: recorded_ip.as_deref(),
-        };
+        let recorded_ip = v.floating_ip.clone();
+        let target = FipTarget::api_server(&osc.spec, &ext.id, &port_id, recorded_ip.as_deref());
         v = vips::vip_floating_ip(scope, s, false, v, &target).await?;
     }
     let Some(host) = v.floating_ip.or(v.vip) else {
