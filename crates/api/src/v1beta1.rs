@@ -6,7 +6,7 @@ mod machine;
 mod machine_template;
 pub mod types;
 
-pub use cluster::OpenStackCluster;
+pub use cluster::{DEFAULT_API_SERVER_PORT, OpenStackCluster};
 pub use cluster::{OpenStackClusterSpec, OpenStackClusterStatus};
 pub use cluster_template::OpenStackClusterTemplate;
 pub use cluster_template::{OpenStackClusterTemplateResource, OpenStackClusterTemplateSpec};

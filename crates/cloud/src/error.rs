@@ -142,6 +142,8 @@ pub(crate) trait Context<T> {
     fn ctx(self, op: impl FnOnce() -> String) -> Result<T>;
     /// Like [`Context::ctx`], but a 404 (the resource is gone) is `Ok(None)`.
     fn ctx_opt(self, op: impl FnOnce() -> String) -> Result<Option<T>>;
+    /// The GET of a user's selector `id`: a 404 is [`Error::NotFound`] naming it.
+    fn ctx_selected(self, kind: &'static str, id: &str) -> Result<T>;
 }
 
 impl<T> Context<T> for capo_openstack::Result<T> {
@@ -155,5 +157,11 @@ impl<T> Context<T> for capo_openstack::Result<T> {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(Error::api(op(), e)),
         }
+    }
+
+    fn ctx_selected(self, kind: &'static str, id: &str) -> Result<T> {
+        let selector = format!("id {id}");
+        self.ctx_opt(|| format!("get {kind} {id}"))?
+            .ok_or(Error::NotFound { kind, selector })
     }
 }

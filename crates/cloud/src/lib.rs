@@ -5,7 +5,8 @@
 //!   ([`plan::rule_diff`]), the control-plane endpoint decision ([`plan::endpoint`]) and failure
 //!   domains from Nova availability zones ([`plan::failure_domains`]).
 //! - [`networking`]: Neutron IO against a [`capo_openstack::Session`]: external network, cluster
-//!   network and subnets (managed or pre-existing), router, security groups, and their deletion.
+//!   network and subnets (managed or pre-existing), router, security groups, VIP ports, floating
+//!   IPs, and their deletion.
 //! - [`compute`]: Nova availability zones → `status.failureDomains`.
 //! - [`identity`]: Keystone application credentials (one per cluster with the BA/ACP
 //!   extension), adopted by name.

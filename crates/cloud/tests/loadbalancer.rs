@@ -143,13 +143,20 @@ async fn api_fip(
     recorded: Option<&str>,
 ) -> fip::ApiFloatingIp {
     let ext = c.rec.external.as_ref().unwrap().id.clone();
-    let fip = fip::ensure_api_floating_ip(&env.s, o, spec, &ext, &l.vip_port_id, recorded)
-        .await
-        .unwrap();
+    let target = fip::FipTarget::api_server(spec, &ext, &l.vip_port_id, recorded);
+    let fip = fip::ensure_floating_ip(&env.s, o, &target).await.unwrap();
     fip::associate_floating_ip(&env.s, &fip, &l.vip_port_id)
         .await
         .unwrap();
     fip
+}
+
+/// Delete the API floating IPs this cluster allocated (a user-provided one stays).
+async fn delete_api_fips(env: &Env, o: &Owner, spec: &OpenStackClusterSpec) {
+    let requested = spec.api_server_floating_ip.as_deref();
+    fip::delete_floating_ips(&env.s, o, fip::Purpose::ApiServer, requested)
+        .await
+        .unwrap();
 }
 
 async fn delete_all(
@@ -159,7 +166,7 @@ async fn delete_all(
     c: &Cluster,
     id: Option<&str>,
 ) -> (usize, usize) {
-    fip::delete_api_floating_ip(&env.s, o, spec).await.unwrap();
+    delete_api_fips(env, o, spec).await;
     let mut calls = 0;
     loop {
         calls += 1;
@@ -512,7 +519,8 @@ async fn lost_reply_on_floating_ip_allocation_leaves_one() {
         }])
         .unwrap();
     let ext = c.rec.external.as_ref().unwrap().id.clone();
-    let first = fip::ensure_api_floating_ip(&env.s, &o, &spec, &ext, &l.vip_port_id, None).await;
+    let target = fip::FipTarget::api_server(&spec, &ext, &l.vip_port_id, None);
+    let first = fip::ensure_floating_ip(&env.s, &o, &target).await;
     assert!(first.is_err(), "the lost reply surfaces as an error");
     let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
     let fips = items(&env, "floatingips");
@@ -528,9 +536,7 @@ async fn lost_reply_on_floating_ip_allocation_leaves_one() {
         "tag written on the rerun"
     );
     // Delete removes it; a user-provided address is never deleted.
-    fip::delete_api_floating_ip(&env.s, &o, &spec)
-        .await
-        .unwrap();
+    delete_api_fips(&env, &o, &spec).await;
     assert!(items(&env, "floatingips").is_empty());
 }
 
@@ -553,9 +559,7 @@ async fn user_floating_ip_is_kept_on_delete() {
     spec.api_server_floating_ip = Some(mine.floating_ip_address.clone());
     let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
     assert_eq!((fip.id.as_str(), fip.ours), (mine.id.as_str(), false));
-    fip::delete_api_floating_ip(&env.s, &o, &spec)
-        .await
-        .unwrap();
+    delete_api_fips(&env, &o, &spec).await;
     assert_eq!(
         items(&env, "floatingips").len(),
         1,

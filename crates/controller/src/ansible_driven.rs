@@ -26,11 +26,7 @@ pub fn driven_by_ansible(cluster: Option<&Cluster>) -> bool {
 /// spec has no `extensions`; `osc` itself otherwise.
 pub fn with_defaults(mut osc: OpenStackCluster, cluster: Option<&Cluster>) -> OpenStackCluster {
     if needs_defaults(&osc, cluster) {
-        let lb = osc
-            .spec
-            .api_server_load_balancer
-            .as_ref()
-            .is_some_and(|l| l.enabled);
+        let lb = osc.spec.api_load_balancer_enabled();
         osc.spec.extensions = Some(OpenStackClusterExtensions::peer_defaults(lb));
     }
     osc

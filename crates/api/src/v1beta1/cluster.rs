@@ -209,3 +209,103 @@ pub struct OpenStackClusterStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extensions: Option<OpenStackClusterStatusExtensions>,
 }
+
+/// Port of the Kubernetes API when `spec.apiServerPort` is unset.
+pub const DEFAULT_API_SERVER_PORT: u16 = 6443;
+
+impl OpenStackClusterSpec {
+    /// `apiServerPort`, else [`DEFAULT_API_SERVER_PORT`].
+    pub fn api_server_port(&self) -> i32 {
+        self.api_server_port
+            .unwrap_or(i32::from(DEFAULT_API_SERVER_PORT))
+    }
+
+    /// True when `apiServerLoadBalancer.enabled`.
+    pub fn api_load_balancer_enabled(&self) -> bool {
+        self.api_server_load_balancer
+            .as_ref()
+            .is_some_and(|l| l.enabled)
+    }
+
+    /// True unless the API floating IP or the whole external network is disabled.
+    pub fn wants_api_floating_ip(&self) -> bool {
+        self.disable_api_server_floating_ip != Some(true)
+            && self.disable_external_network != Some(true)
+    }
+
+    /// True when the BA/ACP extension puts the control-plane endpoint on a keepalived VIP
+    /// port instead of an Octavia load balancer.
+    pub fn keepalived_control_plane(&self) -> bool {
+        self.extensions
+            .as_ref()
+            .and_then(|e| e.load_balancers.as_ref())
+            .and_then(|l| l.control_plane.as_ref())
+            .is_some_and(|c| c.mode == crate::extensions::LOAD_BALANCER_MODE_KEEPALIVED)
+    }
+}
+
+impl OpenStackCluster {
+    /// Name of the Cluster API Cluster this belongs to: the `cluster.x-k8s.io/cluster-name`
+    /// label, else the owning Cluster's name.
+    pub fn cluster_name(&self) -> Option<String> {
+        use kube::ResourceExt;
+        self.labels()
+            .get(crate::constants::CLUSTER_NAME_LABEL)
+            .cloned()
+            .or_else(|| {
+                self.owner_references()
+                    .iter()
+                    .find(|r| r.kind == "Cluster" && r.api_version.starts_with("cluster.x-k8s.io/"))
+                    .map(|r| r.name.clone())
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extensions::{ClusterLoadBalancers, ControlPlaneLoadBalancer};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    #[test]
+    fn spec_defaults() {
+        let mut spec = OpenStackClusterSpec::default();
+        assert_eq!(spec.api_server_port(), 6443);
+        assert!(spec.wants_api_floating_ip());
+        assert!(!spec.api_load_balancer_enabled());
+        assert!(!spec.keepalived_control_plane());
+        spec.api_server_port = Some(8443);
+        spec.disable_external_network = Some(true);
+        assert_eq!(spec.api_server_port(), 8443);
+        assert!(!spec.wants_api_floating_ip());
+        spec.extensions = Some(OpenStackClusterExtensions {
+            load_balancers: Some(ClusterLoadBalancers {
+                control_plane: Some(ControlPlaneLoadBalancer {
+                    mode: crate::extensions::LOAD_BALANCER_MODE_KEEPALIVED.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        assert!(spec.keepalived_control_plane());
+    }
+
+    #[test]
+    fn cluster_name_from_label_then_owner() {
+        let mut osc = OpenStackCluster::new("osc", OpenStackClusterSpec::default());
+        assert_eq!(osc.cluster_name(), None);
+        osc.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "cluster.x-k8s.io/v1beta2".into(),
+            kind: "Cluster".into(),
+            name: "owner".into(),
+            ..Default::default()
+        }]);
+        assert_eq!(osc.cluster_name().as_deref(), Some("owner"));
+        osc.metadata.labels = Some(BTreeMap::from([(
+            crate::constants::CLUSTER_NAME_LABEL.to_owned(),
+            "labelled".to_owned(),
+        )]));
+        assert_eq!(osc.cluster_name().as_deref(), Some("labelled"));
+    }
+}

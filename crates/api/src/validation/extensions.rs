@@ -114,10 +114,7 @@ fn check_control_plane_mode(
     spec: &OpenStackClusterSpec,
     errors: &mut Vec<FieldError>,
 ) {
-    let lb_enabled = spec
-        .api_server_load_balancer
-        .as_ref()
-        .is_some_and(|lb| lb.enabled);
+    let lb_enabled = spec.api_load_balancer_enabled();
     if mode == LOAD_BALANCER_MODE_KEEPALIVED && lb_enabled {
         let detail = "Keepalived mode replaces the API load balancer: set spec.apiServerLoadBalancer.enabled to false";
         errors.push(FieldError::forbidden(path, detail));

@@ -56,9 +56,12 @@ async fn delete_owned_server(
     };
     if server.task_state.as_deref() != Some("deleting") {
         tracing::info!(id = %server.id, name = %owner.name, "deleting server");
-        match compute::delete_server(s, &server.id).await {
-            Err(e) if e.is_not_found() => return Ok(None),
-            other => other.ctx(|| format!("delete server {}", server.id))?,
+        let deleted = compute::delete_server(s, &server.id).await;
+        if deleted
+            .ctx_opt(|| format!("delete server {}", server.id))?
+            .is_none()
+        {
+            return Ok(None);
         }
     }
     // One look after the DELETE: clouds that delete at once need no requeue.

@@ -17,14 +17,8 @@ use crate::networking::lookup::{Tagged, neutron_filter, resolve_one, subnet_filt
 /// image. An ORC `imageRef` is resolved by the controller (it reads a Kubernetes object).
 pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
     if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-        return match image::get_image(s, id).await {
-            Ok(img) => Ok(img.id),
-            Err(e) if e.is_not_found() => Err(Error::NotFound {
-                kind: "image",
-                selector: format!("id {id}"),
-            }),
-            Err(e) => Err(Error::api(format!("get image {id}"), e)),
-        };
+        let img = image::get_image(s, id).await.ctx_selected("image", id)?;
+        return Ok(img.id);
     }
     let Some(f) = &p.filter else {
         return Err(Error::InvalidSpec(
@@ -65,14 +59,7 @@ pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
 /// Flavor by ID (takes precedence, one GET) or by exact name (one list).
 pub async fn resolve_flavor(s: &Session, name: Option<&str>, id: Option<&str>) -> Result<Flavor> {
     if let Some(id) = id.filter(|i| !i.is_empty()) {
-        return match compute::get_flavor(s, id).await {
-            Ok(f) => Ok(f),
-            Err(e) if e.is_not_found() => Err(Error::NotFound {
-                kind: "flavor",
-                selector: format!("id {id}"),
-            }),
-            Err(e) => Err(Error::api(format!("get flavor {id}"), e)),
-        };
+        return compute::get_flavor(s, id).await.ctx_selected("flavor", id);
     }
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err(Error::InvalidSpec(
@@ -91,14 +78,8 @@ pub async fn resolve_flavor(s: &Session, name: Option<&str>, id: Option<&str>) -
 /// Server group ID: `id` checked with one GET, else the filter's name must match exactly one.
 pub async fn resolve_server_group(s: &Session, p: &ServerGroupParam) -> Result<String> {
     if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-        return match compute::get_server_group(s, id).await {
-            Ok(g) => Ok(g.id),
-            Err(e) if e.is_not_found() => Err(Error::NotFound {
-                kind: "server group",
-                selector: format!("id {id}"),
-            }),
-            Err(e) => Err(Error::api(format!("get server group {id}"), e)),
-        };
+        let group = compute::get_server_group(s, id).await;
+        return Ok(group.ctx_selected("server group", id)?.id);
     }
     let Some(name) = p.filter.as_ref().and_then(|f| f.name.as_deref()) else {
         return Err(Error::InvalidSpec(

@@ -146,13 +146,10 @@ pub(crate) async fn find_lb(
     recorded: Option<&str>,
 ) -> Result<Option<LbWithRefs>> {
     if let Some(id) = recorded.filter(|i| !i.is_empty()) {
-        match lbaas::get::<LbWithRefs>(s, LOAD_BALANCER, id).await {
-            Ok(lb) if lb.lb.provisioning_status != "DELETED" => {
-                return pick_owned(owner, "loadbalancer", vec![lb]);
-            }
-            Ok(_) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(Error::api(format!("get loadbalancer {id}"), e)),
+        let got = lbaas::get::<LbWithRefs>(s, LOAD_BALANCER, id).await;
+        let got = got.ctx_opt(|| format!("get loadbalancer {id}"))?;
+        if let Some(lb) = got.filter(|lb| lb.lb.provisioning_status != "DELETED") {
+            return pick_owned(owner, "loadbalancer", vec![lb]);
         }
     }
     let found: Vec<LbWithRefs> = lbaas::list(s, LOAD_BALANCER, &ListFilter::by_name(name))
@@ -208,7 +205,7 @@ pub async fn ensure_api_load_balancer(
     let child = ChildInputs {
         lb: &found,
         lb_spec: &lb_spec(inp.spec),
-        api_port: inp.spec.api_server_port.unwrap_or(6443),
+        api_port: inp.spec.api_server_port(),
         sources: crate::loadbalancer::cidrs::CidrSources {
             bastion_ips: inp.bastion_ips,
             subnet_cidrs: inp.subnet_cidrs,

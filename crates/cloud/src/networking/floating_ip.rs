@@ -79,27 +79,6 @@ async fn list_fips(s: &Session, filter: ListFilter) -> Result<Vec<FloatingIp>> {
     net::list(s, FLOATING_IP, &filter).await.ctx(|| what)
 }
 
-/// Find or allocate the API floating IP on `external_network_id`. Preference: the address in
-/// `spec.apiServerFloatingIP` (allocated with that address when absent), the address recorded in
-/// status, a floating IP already on the VIP port, one this cluster allocated before, else a new one.
-pub async fn ensure_api_floating_ip(
-    s: &Session,
-    owner: &Owner,
-    spec: &OpenStackClusterSpec,
-    external_network_id: &str,
-    vip_port_id: &str,
-    recorded_ip: Option<&str>,
-) -> Result<ApiFloatingIp> {
-    let target = FipTarget {
-        purpose: Purpose::ApiServer,
-        requested: spec.api_server_floating_ip.as_deref(),
-        external_network_id,
-        port_id: vip_port_id,
-        recorded_ip,
-    };
-    ensure_floating_ip(s, owner, &target).await
-}
-
 /// Where a cluster-level floating IP goes and what is known of it.
 #[derive(Debug, Clone, Copy)]
 pub struct FipTarget<'a> {
@@ -115,8 +94,27 @@ pub struct FipTarget<'a> {
     pub recorded_ip: Option<&'a str>,
 }
 
-/// Find or allocate a floating IP for `t.purpose`, with the same preference order as
-/// [`ensure_api_floating_ip`].
+impl<'a> FipTarget<'a> {
+    /// The API server's floating IP: `spec.apiServerFloatingIP` when set.
+    pub fn api_server(
+        spec: &'a OpenStackClusterSpec,
+        external_network_id: &'a str,
+        port_id: &'a str,
+        recorded_ip: Option<&'a str>,
+    ) -> Self {
+        FipTarget {
+            purpose: Purpose::ApiServer,
+            requested: spec.api_server_floating_ip.as_deref(),
+            external_network_id,
+            port_id,
+            recorded_ip,
+        }
+    }
+}
+
+/// Find or allocate a floating IP for `t.purpose` on `t.external_network_id`. Preference: the
+/// requested address (allocated with that address when absent), the address recorded in
+/// status, a floating IP already on the port, one this cluster allocated before, else a new one.
 pub async fn ensure_floating_ip(
     s: &Session,
     owner: &Owner,
@@ -234,17 +232,6 @@ pub async fn move_address(
         set_port(s, &fip.id, to).await?;
     }
     Ok(true)
-}
-
-/// Disassociate and delete every API floating IP this cluster allocated; a user-provided
-/// address is never touched. Absent is success.
-pub async fn delete_api_floating_ip(
-    s: &Session,
-    owner: &Owner,
-    spec: &OpenStackClusterSpec,
-) -> Result<()> {
-    let requested = spec.api_server_floating_ip.as_deref();
-    delete_floating_ips(s, owner, Purpose::ApiServer, requested).await
 }
 
 /// Disassociate and delete every floating IP this cluster allocated for `purpose`; the

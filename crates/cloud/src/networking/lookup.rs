@@ -196,10 +196,7 @@ pub async fn resolve_one<T: DeserializeOwned>(
 ) -> Result<T> {
     let kind = r.singular;
     if let Some(id) = id.filter(|i| !i.is_empty()) {
-        return get_opt(s, r, id).await?.ok_or_else(|| Error::NotFound {
-            kind,
-            selector: format!("id {id}"),
-        });
+        return net::get(s, r, id).await.ctx_selected(kind, id);
     }
     let Some(filter) = filter else {
         return Err(Error::InvalidSpec(format!(

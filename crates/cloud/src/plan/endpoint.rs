@@ -1,16 +1,43 @@
-//! The control-plane endpoint decision, with upstream's precedence:
-//! 1. API load balancer enabled → the load balancer's address (floating IP, or VIP);
-//! 2. `spec.controlPlaneEndpoint` already valid → keep it (set once, never moved);
-//! 3. neither the API floating IP nor the external network disabled → the floating IP
+//! The control-plane endpoint: who provides it ([`strategy`], the one place that decides)
+//! and, for the upstream strategies, which address it is ([`decide`]). Precedence:
+//! 1. the BA/ACP keepalived VIP (`spec.extensions.loadBalancers.controlPlane`, Keepalived
+//!    mode): a VIP port, with the API floating IP on it when wanted;
+//! 2. API load balancer enabled → the load balancer's address (floating IP, or VIP);
+//! 3. `spec.controlPlaneEndpoint` already valid → keep it (set once, never moved);
+//! 4. neither the API floating IP nor the external network disabled → the floating IP
 //!    (allocated by the caller);
-//! 4. `spec.apiServerFixedIP` → that address;
-//! 5. otherwise an error.
+//! 5. `spec.apiServerFixedIP` → that address;
+//! 6. otherwise an error.
 //!
 //! Port: the existing endpoint's port, else `spec.apiServerPort`, else 6443.
 
 use capo_api::v1beta1::{APIEndpoint, OpenStackClusterSpec};
 
-use crate::plan::security_groups::DEFAULT_API_SERVER_PORT;
+/// Who provides the control-plane endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// A keepalived VIP port of the BA/ACP extension (the API floating IP on it, when wanted).
+    KeepalivedVip,
+    /// The Octavia API load balancer (and its floating IP, when wanted).
+    LoadBalancer,
+    /// The API floating IP, associated with one control-plane machine at a time.
+    FloatingIp,
+    /// `spec.apiServerFixedIP`, or nothing at all ([`decide`] says which).
+    FixedIp,
+}
+
+/// The strategy `spec` asks for.
+pub fn strategy(spec: &OpenStackClusterSpec) -> Strategy {
+    if spec.keepalived_control_plane() {
+        Strategy::KeepalivedVip
+    } else if spec.api_load_balancer_enabled() {
+        Strategy::LoadBalancer
+    } else if spec.wants_api_floating_ip() {
+        Strategy::FloatingIp
+    } else {
+        Strategy::FixedIp
+    }
+}
 
 /// What the caller knows about addresses when it asks for the decision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,26 +65,23 @@ pub enum EndpointDecision {
     Impossible,
 }
 
-/// Decide the control-plane endpoint.
+/// Decide the control-plane endpoint of the upstream strategies (the keepalived VIP's address
+/// is its port's, known only to the caller).
 pub fn decide(spec: &OpenStackClusterSpec, inputs: &EndpointInputs<'_>) -> EndpointDecision {
     let existing = spec.control_plane_endpoint.as_ref().filter(|e| {
         e.host.as_deref().is_some_and(|h| !h.is_empty()) && e.port.is_some_and(|p| p > 0)
     });
     let port = existing
         .and_then(|e| e.port)
-        .or(spec.api_server_port)
-        .unwrap_or(i32::from(DEFAULT_API_SERVER_PORT));
+        .unwrap_or_else(|| spec.api_server_port());
     let at = |host: &str| {
         EndpointDecision::Use(APIEndpoint {
             host: Some(host.to_owned()),
             port: Some(port),
         })
     };
-    if spec
-        .api_server_load_balancer
-        .as_ref()
-        .is_some_and(|lb| lb.enabled)
-    {
+    let strategy = strategy(spec);
+    if strategy == Strategy::LoadBalancer {
         return match inputs.load_balancer_ip {
             Some(ip) => at(ip),
             None => EndpointDecision::WaitForLoadBalancer,
@@ -66,9 +90,7 @@ pub fn decide(spec: &OpenStackClusterSpec, inputs: &EndpointInputs<'_>) -> Endpo
     if let Some(e) = existing {
         return EndpointDecision::Use(e.clone());
     }
-    if spec.disable_api_server_floating_ip != Some(true)
-        && spec.disable_external_network != Some(true)
-    {
+    if strategy == Strategy::FloatingIp {
         return match inputs.floating_ip {
             Some(ip) => at(ip),
             None => EndpointDecision::NeedFloatingIp {
@@ -96,6 +118,19 @@ mod tests {
             host: Some(host.into()),
             port: Some(port),
         })
+    }
+
+    #[test]
+    fn strategy_precedence() {
+        let mut spec = OpenStackClusterSpec::default();
+        assert_eq!(strategy(&spec), Strategy::FloatingIp);
+        spec.disable_api_server_floating_ip = Some(true);
+        assert_eq!(strategy(&spec), Strategy::FixedIp);
+        spec.api_server_load_balancer = Some(APIServerLoadBalancer {
+            enabled: true,
+            ..Default::default()
+        });
+        assert_eq!(strategy(&spec), Strategy::LoadBalancer);
     }
 
     #[test]

@@ -16,14 +16,12 @@
 
 use capo_api::names::{SecurityGroupRole, security_group_name};
 use capo_api::v1beta1::{
-    EtherType, ManagedSecurityGroupName, OpenStackClusterSpec, RuleDirection, SecurityGroupRuleSpec,
+    DEFAULT_API_SERVER_PORT, EtherType, ManagedSecurityGroupName, OpenStackClusterSpec,
+    RuleDirection, SecurityGroupRuleSpec,
 };
 
 use crate::error::{Error, Result};
 use crate::plan::rule_diff::{DesiredRule, RuleKey};
-
-/// Kubernetes API port when `spec.apiServerPort` is unset.
-pub const DEFAULT_API_SERVER_PORT: u16 = 6443;
 
 /// IDs of the managed groups, known once they exist.
 #[derive(Debug, Clone, PartialEq, Eq)]

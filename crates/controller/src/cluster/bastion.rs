@@ -223,12 +223,7 @@ async fn create_bastion(
     };
     let spec = server_spec(machine_spec, &d)
         .map_err(|e| Error::InvalidSpec(format!("spec.bastion.{e}")))?;
-    let cluster = scope
-        .obj
-        .labels()
-        .get(CLUSTER_NAME_LABEL)
-        .cloned()
-        .unwrap_or_else(|| scope.owner.name.clone());
+    let cluster = super::extensions::cluster_name(scope.obj);
     let server = OpenStackServer {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),

@@ -40,14 +40,11 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Opti
     if remove_bastion(scope, &s, &servers, bastion).await? == BastionStep::Wait {
         return deleting(scope, "waiting for the bastion server to be deleted".into()).await;
     }
-    let requested = scope
-        .obj
-        .spec
-        .bastion
-        .as_ref()
-        .and_then(|b| b.floating_ip.as_deref());
+    let spec = &scope.obj.spec;
+    let requested = spec.bastion.as_ref().and_then(|b| b.floating_ip.as_deref());
     fip::delete_floating_ips(&s, &scope.owner, Purpose::Bastion, requested).await?;
-    fip::delete_api_floating_ip(&s, &scope.owner, &scope.obj.spec).await?;
+    let requested = spec.api_server_floating_ip.as_deref();
+    fip::delete_floating_ips(&s, &scope.owner, Purpose::ApiServer, requested).await?;
     if let Progress::NotReady(why) | Progress::Failed(why) = delete_load_balancer(scope, &s).await?
     {
         return deleting(scope, why).await;

@@ -1,16 +1,18 @@
-//! The control-plane endpoint: API load balancer (+ its floating IP), or a floating IP, or the
-//! fixed IP; written to `spec.controlPlaneEndpoint` once. Never waits: while Octavia is busy
-//! the step returns [`Step::Wait`].
+//! The control-plane endpoint, by the strategy [`strategy`] picks (keepalived VIP port, API
+//! load balancer, floating IP or fixed IP, each with its floating IP when wanted); written to
+//! `spec.controlPlaneEndpoint` once. Never waits: while Octavia is busy the step returns
+//! [`Step::Wait`].
 
 use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::v1beta1::{APIEndpoint, LoadBalancer};
 use capo_cloud::loadbalancer::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
-use capo_cloud::networking::floating_ip as fip;
-use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, decide};
+use capo_cloud::networking::floating_ip::{self as fip, FipTarget};
+use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, Strategy, decide, strategy};
 use capo_openstack::Session;
 
 use super::Scope;
+use super::extensions::vips;
 use crate::conditions::State;
 use crate::error::{Error, Result};
 
@@ -23,20 +25,6 @@ pub(super) enum Step {
     Wait(String),
     /// Failed in a way only the operator can fix (load balancer in ERROR).
     Stuck(String),
-}
-
-fn lb_enabled(scope: &Scope<'_>) -> bool {
-    scope
-        .obj
-        .spec
-        .api_server_load_balancer
-        .as_ref()
-        .is_some_and(|l| l.enabled)
-}
-
-fn fip_wanted(scope: &Scope<'_>) -> bool {
-    let spec = &scope.obj.spec;
-    spec.disable_api_server_floating_ip != Some(true) && spec.disable_external_network != Some(true)
 }
 
 /// Ensure the API load balancer (when enabled) and its floating IP.
@@ -98,7 +86,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
         Progress::NotReady(m) => return Ok(Step::Wait(m)),
         Progress::Failed(m) => return Ok(Step::Stuck(m)),
     }
-    if fip_wanted(scope) {
+    if scope.obj.spec.wants_api_floating_ip() {
         let Some(ext) = scope.status.external_network.clone() else {
             return Err(Error::InvalidSpec(
                 "the API server floating IP needs an external network: set spec.externalNetwork, or spec.disableAPIServerFloatingIP".into(),
@@ -110,36 +98,35 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
             .as_ref()
             .map(|l| l.ip.clone())
             .filter(|i| !i.is_empty());
-        let fip = fip::ensure_api_floating_ip(
-            s,
-            &scope.owner,
-            &scope.obj.spec,
+        let osc = scope.obj;
+        let target = FipTarget::api_server(
+            &osc.spec,
             &ext.id,
             &found.vip_port_id,
             recorded_ip.as_deref(),
-        )
-        .await?;
+        );
+        let api_fip = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
         // Recorded before it is associated: a crash in between finds it again.
         if let Some(l) = scope.status.api_server_load_balancer.as_mut() {
-            l.ip = fip.ip.clone();
+            l.ip = api_fip.ip.clone();
         }
         scope.flush().await?;
-        fip::associate_floating_ip(s, &fip, &found.vip_port_id).await?;
+        fip::associate_floating_ip(s, &api_fip, &found.vip_port_id).await?;
     }
     Ok(Step::Done)
 }
 
-/// The endpoint: load balancer, existing endpoint, floating IP or fixed IP (upstream order).
+/// The endpoint by its [`strategy`]; for the upstream ones, [`decide`] picks the address
+/// (load balancer, existing endpoint, floating IP or fixed IP).
 pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
     scope.step = API_ENDPOINT_READY;
-    if super::extensions::keepalived_control_plane(scope.obj) {
-        return super::extensions::vips::reconcile_control_plane(scope, s).await;
-    }
-    if lb_enabled(scope) {
-        match reconcile_load_balancer(scope, s).await? {
+    match strategy(&scope.obj.spec) {
+        Strategy::KeepalivedVip => return reconcile_keepalived_vip(scope, s).await,
+        Strategy::LoadBalancer => match reconcile_load_balancer(scope, s).await? {
             Step::Done => {}
             other => return Ok(other),
-        }
+        },
+        Strategy::FloatingIp | Strategy::FixedIp => {}
     }
     let lb_ip = scope.status.api_server_load_balancer.as_ref().map(|l| {
         if l.ip.is_empty() {
@@ -148,38 +135,26 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
             l.ip.clone()
         }
     });
-    let mut fip: Option<String> = None;
+    let mut floating_ip: Option<String> = None;
     loop {
         let inputs = EndpointInputs {
             load_balancer_ip: lb_ip.as_deref().filter(|i| !i.is_empty()),
-            floating_ip: fip.as_deref(),
+            floating_ip: floating_ip.as_deref(),
         };
         match decide(&scope.obj.spec, &inputs) {
-            EndpointDecision::Use(ep) => {
-                set_endpoint(scope, ep).await?;
-                scope.set(API_ENDPOINT_READY, State::True);
-                scope.flush().await?;
-                return Ok(Step::Done);
-            }
+            EndpointDecision::Use(ep) => return publish(scope, ep).await,
             EndpointDecision::WaitForLoadBalancer => {
                 return Ok(Step::Wait("load balancer has no address yet".into()));
             }
-            EndpointDecision::NeedFloatingIp { .. } if fip.is_none() => {
+            EndpointDecision::NeedFloatingIp { .. } if floating_ip.is_none() => {
                 let Some(ext) = scope.status.external_network.clone() else {
                     return Err(Error::InvalidSpec(
                         "no control-plane endpoint: no load balancer, no external network for a floating IP, and no spec.apiServerFixedIP".into(),
                     ));
                 };
-                let got = fip::ensure_api_floating_ip(
-                    s,
-                    &scope.owner,
-                    &scope.obj.spec,
-                    &ext.id,
-                    "",
-                    None,
-                )
-                .await?;
-                fip = Some(got.ip);
+                let target = FipTarget::api_server(&scope.obj.spec, &ext.id, "", None);
+                let got = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
+                floating_ip = Some(got.ip);
             }
             EndpointDecision::NeedFloatingIp { .. } | EndpointDecision::Impossible => {
                 return Err(Error::InvalidSpec(
@@ -190,22 +165,56 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
     }
 }
 
-/// Write `spec.controlPlaneEndpoint` unless a valid one is already there (set once).
-pub(super) async fn set_endpoint(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<()> {
+/// Keepalived mode: the VIP port, the API floating IP on it (when wanted and an external
+/// network exists), the endpoint on the floating IP, else on the VIP.
+async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
+    let address = (scope.obj.spec.extensions.as_ref())
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.control_plane.as_ref())
+        .and_then(|c| c.vip_address.clone());
+    let mut v = vips::ensure_port(scope, s, false, address.as_deref()).await?;
+    let Some(port_id) = v.port_id.clone() else {
+        return Ok(Step::Wait("VIP port has no ID".into()));
+    };
+    let osc = scope.obj;
+    if osc.spec.wants_api_floating_ip()
+        && let Some(ext) = scope.status.external_network.clone()
+    {
+        let recorded_ip = v.floating_ip.clone();
+        let target = FipTarget::api_server(&osc.spec, &ext.id, &port_id, recorded_ip.as_deref());
+        v = vips::vip_floating_ip(scope, s, false, v, &target).await?;
+    }
+    let Some(host) = v.floating_ip.or(v.vip) else {
+        return Ok(Step::Wait("VIP port has no address yet".into()));
+    };
+    let port = Some(scope.obj.spec.api_server_port());
+    publish(
+        scope,
+        APIEndpoint {
+            host: Some(host),
+            port,
+        },
+    )
+    .await
+}
+
+/// Write `spec.controlPlaneEndpoint` unless a valid one is already there (set once), and
+/// report the endpoint ready.
+async fn publish(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<Step> {
     let current = scope.obj.spec.control_plane_endpoint.as_ref();
     let valid = current.is_some_and(|e| {
         e.host.as_deref().is_some_and(|h| !h.is_empty()) && e.port.is_some_and(|p| p > 0)
     });
-    if valid {
-        if current != Some(&ep) {
-            tracing::debug!(?current, decided = ?ep, "control-plane endpoint already set; kept");
-        }
-        return Ok(());
+    if valid && current != Some(&ep) {
+        tracing::debug!(?current, decided = ?ep, "control-plane endpoint already set; kept");
     }
-    let patch =
-        serde_json::json!({"spec": {"controlPlaneEndpoint": {"host": ep.host, "port": ep.port}}});
-    crate::status::merge_patch(&scope.api, &scope.owner.name, patch).await?;
-    Ok(())
+    if !valid {
+        let patch = serde_json::json!({"spec": {"controlPlaneEndpoint": {"host": ep.host, "port": ep.port}}});
+        crate::status::merge_patch(&scope.api, &scope.owner.name, patch).await?;
+    }
+    scope.set(API_ENDPOINT_READY, State::True);
+    scope.flush().await?;
+    Ok(Step::Done)
 }
 
 /// `status.failureDomains` from Nova's availability zones.

@@ -24,7 +24,7 @@ pub(super) mod vars;
 pub(super) mod vips;
 
 use capo_api::constants::{CLUSTER_NAME_LABEL, CLUSTERCTL_MOVE_LABEL};
-use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, OpenStackClusterExtensions};
+use capo_api::extensions::OpenStackClusterExtensions;
 use capo_api::v1beta1::OpenStackCluster;
 use capo_cloud::loadbalancer::Progress;
 use capo_openstack::Session;
@@ -48,26 +48,9 @@ pub(super) fn spec(osc: &OpenStackCluster) -> Option<&OpenStackClusterExtensions
     osc.spec.extensions.as_ref()
 }
 
-/// True when the control-plane VIP is a keepalived VIP port (not Octavia).
-pub(super) fn keepalived_control_plane(osc: &OpenStackCluster) -> bool {
-    spec(osc)
-        .and_then(|e| e.load_balancers.as_ref())
-        .and_then(|l| l.control_plane.as_ref())
-        .is_some_and(|c| c.mode == LOAD_BALANCER_MODE_KEEPALIVED)
-}
-
-/// Name of the Cluster API Cluster this OpenStackCluster belongs to.
+/// Name of the Cluster API Cluster this OpenStackCluster belongs to, else its own name.
 pub(super) fn cluster_name(osc: &OpenStackCluster) -> String {
-    osc.labels()
-        .get(CLUSTER_NAME_LABEL)
-        .cloned()
-        .or_else(|| {
-            osc.owner_references()
-                .iter()
-                .find(|r| r.kind == "Cluster")
-                .map(|r| r.name.clone())
-        })
-        .unwrap_or_else(|| osc.name_any())
+    osc.cluster_name().unwrap_or_else(|| osc.name_any())
 }
 
 /// Labels of the Secrets this extension writes: the cluster's name and clusterctl move.

@@ -8,12 +8,10 @@ use capo_cloud::loadbalancer::children::api_ports;
 use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, Progress};
 use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
+use capo_cloud::plan::endpoint::{Strategy, strategy};
 use capo_openstack::Session;
 
 use crate::error::Result;
-
-/// Default Kubernetes API port.
-const DEFAULT_API_PORT: i32 = 6443;
 
 /// How the cluster routes API traffic to control-plane machines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,41 +77,30 @@ fn worker_mode(osc: &OpenStackCluster) -> Mode {
 
 fn api_mode(osc: &OpenStackCluster) -> Mode {
     let spec = &osc.spec;
-    let keepalived = spec
-        .extensions
-        .as_ref()
-        .and_then(|e| e.load_balancers.as_ref())
-        .and_then(|l| l.control_plane.as_ref())
-        .is_some_and(|c| c.mode == capo_api::extensions::LOAD_BALANCER_MODE_KEEPALIVED);
-    if keepalived {
-        // The API floating IP lives on the cluster's VIP port; machines only carry the VIP
-        // as an allowed address pair.
-        return Mode::None;
-    }
-    if let Some(l) = spec.api_server_load_balancer.as_ref().filter(|l| l.enabled) {
-        let id = osc
-            .status
-            .as_ref()
-            .and_then(|s| s.api_server_load_balancer.as_ref())
-            .map(|l| l.id.clone())
-            .filter(|i| !i.is_empty());
-        return match id {
-            Some(lb_id) => Mode::LoadBalancer {
-                lb_id,
-                ports: api_ports(spec.api_server_port.unwrap_or(DEFAULT_API_PORT), l),
-            },
-            None => Mode::LoadBalancerPending,
-        };
-    }
-    let fip_off = spec.disable_api_server_floating_ip == Some(true)
-        || spec.disable_external_network == Some(true);
-    match spec
-        .control_plane_endpoint
-        .as_ref()
-        .and_then(|e| e.host.clone())
-    {
-        Some(host) if !fip_off && !host.is_empty() => Mode::FloatingIp(host),
-        _ => Mode::None,
+    match strategy(spec) {
+        Strategy::LoadBalancer => {
+            let id = osc
+                .status
+                .as_ref()
+                .and_then(|s| s.api_server_load_balancer.as_ref())
+                .map(|l| l.id.clone())
+                .filter(|i| !i.is_empty());
+            let l = spec.api_server_load_balancer.clone().unwrap_or_default();
+            match id {
+                Some(lb_id) => Mode::LoadBalancer {
+                    lb_id,
+                    ports: api_ports(spec.api_server_port(), &l),
+                },
+                None => Mode::LoadBalancerPending,
+            }
+        }
+        Strategy::FloatingIp => (spec.control_plane_endpoint.as_ref())
+            .and_then(|e| e.host.clone())
+            .filter(|h| !h.is_empty())
+            .map_or(Mode::None, Mode::FloatingIp),
+        // A keepalived VIP's floating IP lives on the cluster's VIP port (machines only carry
+        // the VIP as an allowed address pair); a fixed IP needs nothing per machine.
+        Strategy::KeepalivedVip | Strategy::FixedIp => Mode::None,
     }
 }
 

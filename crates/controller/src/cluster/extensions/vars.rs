@@ -9,7 +9,7 @@ use capo_api::extensions::{
 use capo_openstack::Session;
 
 use super::super::Scope;
-use super::{keepalived_control_plane, spec};
+use super::spec;
 use crate::error::Result;
 
 /// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).
@@ -53,7 +53,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .and_then(|p| p.ntp.as_ref())
         .and_then(|n| n.server.clone())
         .or(bastion_fixed);
-    let octavia_cp = (!keepalived_control_plane(scope.obj))
+    let octavia_cp = (!scope.obj.spec.keepalived_control_plane())
         .then(|| st.api_server_load_balancer.clone())
         .flatten()
         .map(|l| VipStatus {

@@ -1,18 +1,14 @@
-//! Keepalived VIPs: reserved ports on the cluster subnet, their floating IPs, and the
-//! control-plane endpoint on the VIP (instead of an Octavia load balancer).
+//! Keepalived VIPs: reserved ports on the cluster subnet and their floating IPs (the
+//! control-plane endpoint on the VIP is one strategy of [`crate::cluster::endpoint`]).
 
-use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
-use capo_api::v1beta1::APIEndpoint;
 use capo_cloud::loadbalancer::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
 
 use super::super::Scope;
-use super::super::endpoint::{Step, set_endpoint};
 use super::spec;
-use crate::conditions::State;
 use crate::error::{Error, Result};
 
 /// Name part of the control-plane VIP port.
@@ -61,8 +57,8 @@ pub(super) fn record(scope: &mut Scope<'_>, ingress: bool, v: VipStatus) {
     }
 }
 
-/// The VIP port of `purpose`, recorded in status at once.
-async fn ensure_port(
+/// The VIP port (control plane, or ingress), recorded in status at once.
+pub(in crate::cluster) async fn ensure_port(
     scope: &mut Scope<'_>,
     s: &Session,
     ingress: bool,
@@ -84,50 +80,6 @@ async fn ensure_port(
     record(scope, ingress, v.clone());
     scope.flush().await?;
     Ok(v)
-}
-
-/// Control plane in keepalived mode: VIP port, the API floating IP on it, the endpoint.
-pub(in crate::cluster) async fn reconcile_control_plane(
-    scope: &mut Scope<'_>,
-    s: &Session,
-) -> Result<Step> {
-    let address = spec(scope.obj)
-        .and_then(|e| e.load_balancers.as_ref())
-        .and_then(|l| l.control_plane.as_ref())
-        .and_then(|c| c.vip_address.clone());
-    let mut v = ensure_port(scope, s, false, address.as_deref()).await?;
-    let Some(port_id) = v.port_id.clone() else {
-        return Ok(Step::Wait("VIP port has no ID".into()));
-    };
-    let spec = &scope.obj.spec;
-    let fip_wanted = spec.disable_api_server_floating_ip != Some(true)
-        && spec.disable_external_network != Some(true);
-    if fip_wanted && let Some(ext) = scope.status.external_network.clone() {
-        let (requested, recorded_ip) = (spec.api_server_floating_ip.clone(), v.floating_ip.clone());
-        let target = FipTarget {
-            purpose: Purpose::ApiServer,
-            requested: requested.as_deref(),
-            external_network_id: &ext.id,
-            port_id: &port_id,
-            recorded_ip: recorded_ip.as_deref(),
-        };
-        v = vip_floating_ip(scope, s, false, v, &target).await?;
-    }
-    let Some(host) = v.floating_ip.clone().or(v.vip.clone()) else {
-        return Ok(Step::Wait("VIP port has no address yet".into()));
-    };
-    let port = scope.obj.spec.api_server_port.unwrap_or(6443);
-    set_endpoint(
-        scope,
-        APIEndpoint {
-            host: Some(host),
-            port: Some(port),
-        },
-    )
-    .await?;
-    scope.set(API_ENDPOINT_READY, State::True);
-    scope.flush().await?;
-    Ok(Step::Done)
 }
 
 /// Ingress VIP: keepalived mode (port + optional floating IP) or Octavia mode (see
@@ -179,7 +131,7 @@ pub(super) async fn ingress_floating_ip(
 
 /// Find or allocate the floating IP of VIP `v`, record it, then associate it: recorded
 /// first, so a crash in between finds it again.
-async fn vip_floating_ip(
+pub(in crate::cluster) async fn vip_floating_ip(
     scope: &mut Scope<'_>,
     s: &Session,
     ingress: bool,
