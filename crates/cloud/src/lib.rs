@@ -10,6 +10,8 @@
 //! - [`compute`]: Nova availability zones → `status.failureDomains`.
 //! - [`identity`]: Keystone application credentials (one per cluster with the BA/ACP
 //!   extension), adopted by name.
+//! - [`progress`]: where a step stands (done, waiting for the cloud, stuck), the answer of
+//!   every function here that may have to wait and of the controllers' steps.
 //! - [`ownership`]: the Neutron tag that marks a resource as created (or adopted) by one
 //!   OpenStackCluster, and how found resources are classified.
 //!
@@ -48,6 +50,8 @@ pub mod networking;
 pub mod ownership;
 pub mod plan;
 pub mod probe;
+pub mod progress;
 
 pub use error::{Error, Result};
 pub use ownership::{OWNER_TAG_PREFIX, Owner, Ownership};
+pub use progress::Progress;

@@ -32,30 +32,11 @@ pub use balancer::{
 };
 pub use members::{delete_member, ensure_member, ensure_port_member};
 
-/// Whether a step has converged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Progress {
-    /// Everything is as desired.
-    Ready,
-    /// A change is under way (or the load balancer is busy); call again after a requeue.
-    NotReady(String),
-    /// The load balancer is in provisioning status `ERROR`; only the operator (or a delete)
-    /// can fix it. Carries the status text for the condition message.
-    Failed(String),
-}
-
-impl Progress {
-    /// True when converged.
-    pub fn is_ready(&self) -> bool {
-        matches!(self, Progress::Ready)
-    }
-}
-
 /// Octavia provisioning status → progress (`ACTIVE` is ready).
-pub(crate) fn progress_of(what: &str, status: &str) -> Progress {
+pub(crate) fn progress_of(what: &str, status: &str) -> crate::Progress {
     match status {
-        "ACTIVE" => Progress::Ready,
-        "ERROR" => Progress::Failed(format!("{what} is in provisioning status ERROR")),
-        other => Progress::NotReady(format!("{what} is {other}")),
+        "ACTIVE" => crate::Progress::Done(()),
+        "ERROR" => crate::Progress::Stuck(format!("{what} is in provisioning status ERROR")),
+        other => crate::Progress::Waiting(format!("{what} is {other}")),
     }
 }

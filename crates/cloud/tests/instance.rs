@@ -11,10 +11,10 @@ use capo_api::v1beta1::{
     AdditionalBlockDevice, AddressPair, BlockDeviceStorage, BlockDeviceVolume, ImageFilter,
     ImageParam, ResolvedFixedIP, ResolvedPortSpec, RootVolume,
 };
-use capo_cloud::Error;
 use capo_cloud::instance::{
-    self, EnsuredVolume, Outcome, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name,
+    self, EnsuredVolume, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name,
 };
+use capo_cloud::{Error, Progress};
 use capo_openstack::compute::{Server, UserData};
 use capo_openstack::network::{
     self as net, NETWORK, Network, NetworkCreate, SUBNET, Subnet, SubnetCreate,
@@ -103,7 +103,7 @@ async fn worker(
     ports: &[ResolvedPortSpec],
     rec: &mut Recorded,
     (image, flavor): &(String, String),
-) -> capo_cloud::Result<Outcome<Server>> {
+) -> capo_cloud::Result<Progress<Server>> {
     let s = &env.s;
     let before = rec.port_ids.clone();
     let ensured = instance::ensure_ports(s, o, ports, &before, |i, p| {
@@ -120,14 +120,10 @@ async fn worker(
         metadata: BTreeMap::from([("role".into(), "worker".into())]),
         ..Default::default()
     };
-    let out = instance::ensure_server(s, o, &req, rec.instance_id.as_deref()).await?;
-    if let Outcome::Ready(v) = &out {
-        rec.instance_id = Some(v.id.clone());
-    }
-    if let Outcome::NotReady { id, .. } = &out {
-        rec.instance_id = Some(id.clone());
-    }
-    Ok(out)
+    let (server, progress) =
+        instance::ensure_server(s, o, &req, rec.instance_id.as_deref()).await?;
+    rec.instance_id = Some(server.id.clone());
+    Ok(progress.map(|()| server))
 }
 
 /// Requeue until ready (bounded), like the controller's backoff.
@@ -140,8 +136,10 @@ async fn until_active(
 ) -> Server {
     for _ in 0..50 {
         match worker(env, o, ports, rec, resolved).await {
-            Ok(Outcome::Ready(v)) => return v,
-            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(Progress::Done(v)) => return v,
+            Ok(Progress::Waiting(_) | Progress::Stuck(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
             Err(e) if e.is_retryable() && !e.is_slow_retry() => {}
             Err(e) => panic!("unexpected error: {e}"),
         }
@@ -152,8 +150,10 @@ async fn until_active(
 async fn delete_all(env: &Env, o: &ServerOwner, rec: &Recorded, ports: &[String], vols: &[String]) {
     for _ in 0..50 {
         match instance::delete_server_resources(&env.s, o, rec, ports, vols).await {
-            Ok(Outcome::Ready(())) => return,
-            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(Progress::Done(())) => return,
+            Ok(Progress::Waiting(_) | Progress::Stuck(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
             Err(e) => panic!("delete failed: {e}"),
         }
     }
@@ -256,11 +256,13 @@ async fn boot_from_volume_with_volume_and_local_devices() {
         .await
         .unwrap();
         match out {
-            Outcome::Ready(v) => {
+            Progress::Done(v) => {
                 vols = v;
                 break;
             }
-            Outcome::NotReady { .. } => tokio::time::sleep(Duration::from_millis(20)).await,
+            Progress::Waiting(_) | Progress::Stuck(_) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
         }
     }
     assert_eq!(vols.len(), 2);
@@ -280,18 +282,13 @@ async fn boot_from_volume_with_volume_and_local_devices() {
         ..Default::default()
     };
     for _ in 0..50 {
-        match instance::ensure_server(s, &o, &req, rec.instance_id.as_deref())
+        let (server, progress) = instance::ensure_server(s, &o, &req, rec.instance_id.as_deref())
             .await
-            .unwrap()
-        {
-            Outcome::Ready(v) => {
-                rec.instance_id = Some(v.id);
-                break;
-            }
-            Outcome::NotReady { id, .. } => {
-                rec.instance_id = Some(id);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            .unwrap();
+        rec.instance_id = Some(server.id);
+        match progress {
+            Progress::Done(()) => break,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
     let server = &items(&env, "servers")[0];
@@ -393,11 +390,11 @@ async fn lost_replies_on_post_create_exactly_one_of_each() {
     let mut vol = None;
     for _ in 0..50 {
         match instance::ensure_volume(&env.s, &o, &plan[0], None).await {
-            Ok(Outcome::Ready(v)) => {
+            Ok((v, Progress::Done(()))) => {
                 vol = Some(v);
                 break;
             }
-            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(e) => assert!(e.is_retryable(), "{e}"),
         }
     }
@@ -407,8 +404,10 @@ async fn lost_replies_on_post_create_exactly_one_of_each() {
     for _ in 0..50 {
         let mut rec = Recorded::default();
         match worker(&env, &o, &ports, &mut rec, &resolved).await {
-            Ok(Outcome::Ready(_)) => break,
-            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(Progress::Done(_)) => break,
+            Ok(Progress::Waiting(_) | Progress::Stuck(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
             Err(e) => {
                 assert!(e.is_retryable(), "{e}");
                 errors += 1;
@@ -433,8 +432,10 @@ async fn no_valid_host_reports_fault_then_recovers() {
     let mut rec = Recorded::default();
     let err = loop {
         match worker(&env, &o, &ports, &mut rec, &resolved).await {
-            Ok(Outcome::NotReady { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Ok(Outcome::Ready(_)) => panic!("build should fail"),
+            Ok(Progress::Waiting(_) | Progress::Stuck(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Ok(Progress::Done(_)) => panic!("build should fail"),
             Err(e) => break e,
         }
     };

@@ -9,7 +9,8 @@ use capo_api::v1beta1::{
     APIServerLoadBalancer, APIServerLoadBalancerMonitor, OpenStackClusterSpec,
 };
 use capo_cloud::loadbalancer::members::MemberTarget;
-use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs, Progress};
+use capo_cloud::Progress;
+use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs};
 use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::{Error, Owner};
 use capo_openstack::loadbalancer::{
@@ -125,9 +126,9 @@ async fn converge(
         assert!(!out.id.is_empty(), "IDs are returned at once");
         recorded = Some(out.id.clone());
         match &out.progress {
-            Progress::Ready => return (out, call),
-            Progress::NotReady(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Progress::Failed(m) => panic!("load balancer failed: {m}"),
+            Progress::Done(()) => return (out, call),
+            Progress::Waiting(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Progress::Stuck(m) => panic!("load balancer failed: {m}"),
         }
     }
     panic!("load balancer did not converge");
@@ -171,7 +172,7 @@ async fn delete_all(
     loop {
         calls += 1;
         match lb::delete_api_load_balancer(&env.s, o, id).await.unwrap() {
-            Progress::Ready => break,
+            Progress::Done(()) => break,
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
         assert!(calls < 200, "delete did not finish");
@@ -258,7 +259,7 @@ async fn create_steady_members_delete() {
     while !lb::ensure_member(&env.s, t, "10.6.0.10")
         .await
         .unwrap()
-        .is_ready()
+        .is_done()
     {
         n += 1;
         assert!(n < 100);
@@ -272,7 +273,7 @@ async fn create_steady_members_delete() {
         named(&env, "members", &format!("{name}-8443-cp-0")).len(),
         1
     );
-    while !lb::delete_member(&env.s, t).await.unwrap().is_ready() {
+    while !lb::delete_member(&env.s, t).await.unwrap().is_done() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(items(&env, "members").is_empty());
@@ -471,7 +472,7 @@ async fn foreign_load_balancer_is_refused_and_kept_on_delete() {
         lb::delete_api_load_balancer(&env.s, &o, None)
             .await
             .unwrap(),
-        Progress::Ready
+        Progress::Done(())
     );
     assert_eq!(
         items(&env, "loadbalancers")[0]["id"].as_str(),
@@ -617,7 +618,7 @@ async fn error_status_is_reported_as_failed() {
         .await
         .unwrap();
     match out.progress {
-        Progress::Failed(m) => assert!(m.contains("ERROR"), "{m}"),
+        Progress::Stuck(m) => assert!(m.contains("ERROR"), "{m}"),
         other => panic!("expected Failed, got {other:?}"),
     }
 }
@@ -650,7 +651,7 @@ async fn lost_replies_on_child_creates_leave_one_of_each() {
     for _ in 0..300 {
         match lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, recorded.as_deref())).await
         {
-            Ok(out) if out.progress.is_ready() => break,
+            Ok(out) if out.progress.is_done() => break,
             Ok(out) => recorded = Some(out.id),
             Err(e) => {
                 assert!(e.is_retryable(), "{e}");

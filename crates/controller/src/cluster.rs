@@ -173,7 +173,7 @@ impl Reconciled for OpenStackCluster {
         apply::apply(scope).await
     }
 
-    async fn cleanup(scope: &mut Scope<'_>, owners: ClusterOwners) -> Result<Option<Action>> {
+    async fn cleanup(scope: &mut Scope<'_>, owners: ClusterOwners) -> Result<capo_cloud::Progress> {
         cleanup::cleanup(scope, &owners.name).await
     }
 }

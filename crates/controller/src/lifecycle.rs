@@ -14,7 +14,8 @@
 //! 3. **Finalizer.** No cloud call before the finalizer and the ownership-ID annotation are
 //!    persisted ([`runtime::ensure_finalizer`]); the reconcile stops after adding them and the
 //!    update event starts the next one. Deletion runs only through the finalizer, which is
-//!    removed once `cleanup` reports everything gone.
+//!    removed once `cleanup` reports everything gone; until then Ready says what is going
+//!    away and the object is requeued, backing off while the same wait lasts.
 //! 4. **Status.** Each step writes status when it changed ([`Scope::flush`], server-side apply);
 //!    a failure is reported on the condition of the step under way and on `Ready`, written,
 //!    and published as a Warning event ([`Scope::fail`]).
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 use capo_api::constants::{condition_reasons, condition_types};
 use capo_api::v1beta1::{Condition, OpenStackIdentityReference};
+use capo_cloud::Progress;
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -114,12 +116,12 @@ pub trait Reconciled:
         scope: &mut Scope<'_, Self>,
         owners: Self::Owners,
     ) -> impl Future<Output = Result<Action>> + Send;
-    /// Delete the cloud side: `None` once everything is gone (the finalizer is then removed),
-    /// else the requeue while something is still going away.
+    /// Delete the cloud side: Done once everything is gone (the finalizer is then removed),
+    /// else what is still going away.
     fn cleanup(
         scope: &mut Scope<'_, Self>,
         owners: Self::Owners,
-    ) -> impl Future<Output = Result<Option<Action>>> + Send;
+    ) -> impl Future<Output = Result<Progress>> + Send;
 }
 
 /// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
@@ -149,11 +151,12 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
             return Ok(Action::await_change());
         }
         return match K::cleanup(&mut scope, owners).await {
-            Ok(Some(action)) => Ok(action),
-            Ok(None) => {
+            Ok(Progress::Done(())) => {
+                scope.ctx.forget_converged(&scope.key());
                 runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER).await?;
                 Ok(Action::await_change())
             }
+            Ok(Progress::Waiting(why) | Progress::Stuck(why)) => scope.deleting(why).await,
             Err(e) => Err(scope.fail(e).await),
         };
     }
@@ -265,6 +268,15 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         };
         self.set(PAUSED_CONDITION, state);
         self.flush().await
+    }
+
+    /// Report a deletion in progress on Ready and requeue: soon at first, backing off while it
+    /// lasts (Nova can take minutes to delete a server; a cluster waits for its machines).
+    async fn deleting(&mut self, why: String) -> Result<Action> {
+        self.set(condition_types::READY, State::info("Deleting", why));
+        self.flush().await?;
+        let delay = self.ctx.pending_delay(&self.key(), "Deleting");
+        Ok(Action::requeue(delay))
     }
 
     /// Report `err` on the current step's condition and on Ready, write status and emit a

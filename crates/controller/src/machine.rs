@@ -248,7 +248,7 @@ impl Reconciled for OpenStackMachine {
         apply::apply(scope, &inputs).await
     }
 
-    async fn cleanup(scope: &mut Scope<'_>, o: MachineOwners) -> Result<Option<Action>> {
+    async fn cleanup(scope: &mut Scope<'_>, o: MachineOwners) -> Result<capo_cloud::Progress> {
         cleanup::cleanup(scope, o.osc.as_ref(), &o.cluster_name, o.control_plane).await
     }
 }

@@ -175,7 +175,7 @@ impl Reconciled for OpenStackServer {
         apply::apply(scope).await
     }
 
-    async fn cleanup(scope: &mut Scope<'_>, _: bool) -> Result<Option<Action>> {
+    async fn cleanup(scope: &mut Scope<'_>, _: bool) -> Result<capo_cloud::Progress> {
         cleanup::cleanup(scope).await
     }
 }

@@ -1,14 +1,14 @@
-//! Deletion of everything made for one server: the server (NotReady until Nova no longer
+//! Deletion of everything made for one server: the server (Waiting until Nova no longer
 //! lists it), then trunks, ports and volumes that are recorded or adoptable by name +
 //! ownership. Absent resources count as deleted; another owner's are never touched.
 
 use capo_openstack::network::{self as net, ListFilter, PORT, Port, TRUNK, Trunk};
 use capo_openstack::{Session, TagFilter, blockstorage as bs, compute};
 
-use super::Outcome;
 use super::owner::ServerOwner;
 use super::server::{find_server, get_server};
 use super::volumes::find_volume;
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{delete_opt, get_opt};
 use crate::ownership::Ownership;
@@ -25,8 +25,8 @@ pub struct Recorded {
 }
 
 /// Delete the server and its resources. `port_names` / `volume_names` are the deterministic
-/// names (from the resolved spec) used to find what the status no longer records. Ready(())
-/// when nothing is left; NotReady while the server is still going away or a volume is still
+/// names (from the resolved spec) used to find what the status no longer records. Done when
+/// nothing is left; Waiting while the server is still going away or a volume is still
 /// attached.
 pub async fn delete_server_resources(
     s: &Session,
@@ -34,7 +34,7 @@ pub async fn delete_server_resources(
     rec: &Recorded,
     port_names: &[String],
     volume_names: &[String],
-) -> Result<Outcome<()>> {
+) -> Result<Progress> {
     if let Some(wait) = delete_owned_server(s, owner, rec.instance_id.as_deref()).await? {
         return Ok(wait);
     }
@@ -45,12 +45,12 @@ pub async fn delete_server_resources(
     delete_volumes(s, owner, &rec.volume_ids, volume_names).await
 }
 
-/// Some(NotReady) while a server of ours still exists (after asking Nova to delete it).
+/// Some(Waiting) while a server of ours still exists (after asking Nova to delete it).
 async fn delete_owned_server(
     s: &Session,
     owner: &ServerOwner,
     recorded: Option<&str>,
-) -> Result<Option<Outcome<()>>> {
+) -> Result<Option<Progress>> {
     let Some(server) = skip_foreign(find_server(s, owner, recorded).await)? else {
         return Ok(None);
     };
@@ -68,10 +68,10 @@ async fn delete_owned_server(
     match get_server(s, &server.id).await? {
         None => Ok(None),
         Some(v) if v.status == "DELETED" => Ok(None),
-        Some(v) => Ok(Some(Outcome::NotReady {
-            reason: format!("server {} is being deleted", owner.name),
-            id: v.id,
-        })),
+        Some(_) => Ok(Some(Progress::Waiting(format!(
+            "server {} is being deleted",
+            owner.name
+        )))),
     }
 }
 
@@ -135,13 +135,13 @@ async fn delete_trunks_of(s: &Session, port: &Port) -> Result<()> {
     Ok(())
 }
 
-/// Delete recorded and name-adoptable volumes; NotReady while one is still attached.
+/// Delete recorded and name-adoptable volumes; Waiting while one is still attached.
 async fn delete_volumes(
     s: &Session,
     owner: &ServerOwner,
     recorded: &[String],
     names: &[String],
-) -> Result<Outcome<()>> {
+) -> Result<Progress> {
     let mut vols = Vec::new();
     for id in recorded.iter().filter(|i| !i.is_empty()) {
         let got = bs::get_volume(s, id).await;
@@ -162,10 +162,10 @@ async fn delete_volumes(
         match v.status.as_str() {
             "deleting" => {}
             "in-use" | "attaching" | "detaching" | "reserved" => {
-                return Ok(Outcome::NotReady {
-                    reason: format!("volume {} is still {}", v.id, v.status),
-                    id: v.id,
-                });
+                return Ok(Progress::Waiting(format!(
+                    "volume {} is still {}",
+                    v.id, v.status
+                )));
             }
             _ => match bs::delete_volume(s, &v.id).await {
                 Err(e) if !e.is_not_found() => {
@@ -175,5 +175,5 @@ async fn delete_volumes(
             },
         }
     }
-    Ok(Outcome::Ready(()))
+    Ok(Progress::Done(()))
 }

@@ -9,7 +9,7 @@
 //!   with our name is upstream's (or ours from before a crash) and is adopted; another
 //!   server's is never touched ([`crate::Error::ForeignResource`]);
 //! - nothing waits: a server in BUILD, a volume `creating`, a server still being deleted are
-//!   [`Outcome::NotReady`]; the caller records the ID and requeues;
+//!   [`crate::Progress::Waiting`]; the caller records the ID and requeues;
 //! - a POST whose reply was lost (`OutcomeUnknown`) returns a retryable error, and the rerun
 //!   finds what it created by name + ownership instead of creating a second one.
 
@@ -29,27 +29,3 @@ pub use resolve::{
 };
 pub use server::{ServerRequest, delete_server, ensure_server, get_server};
 pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};
-
-/// Result of a step that may have to wait for the cloud.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome<T> {
-    /// Done; the value is usable.
-    Ready(T),
-    /// Exists (or is going away) but is not usable yet: requeue. `id` is what to record.
-    NotReady {
-        /// ID of the resource waited for (record it now).
-        id: String,
-        /// Why, for humans and conditions (e.g. `server BUILD`).
-        reason: String,
-    },
-}
-
-impl<T> Outcome<T> {
-    /// The value when ready.
-    pub fn ready(self) -> Option<T> {
-        match self {
-            Outcome::Ready(v) => Some(v),
-            Outcome::NotReady { .. } => None,
-        }
-    }
-}

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use capo_openstack::compute::{self, BlockDevice, Server, ServerCreate, UserData};
 use capo_openstack::{Session, TagFilter};
 
-use super::Outcome;
 use super::owner::{ServerOwner, pick};
 use super::volumes::{EnsuredVolume, ROOT_DEVICE};
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 
 /// Everything the create needs, resolved. Debug never shows the user data (it is redacted).
@@ -41,8 +41,8 @@ pub struct ServerRequest {
     pub config_drive: bool,
 }
 
-/// Ensure the server. ACTIVE → Ready(server); BUILD (or any other transitional state) →
-/// NotReady with its ID; ERROR → [`Error::InstanceFailed`] carrying Nova's fault (retryable on
+/// Ensure the server; the server with where it stands (record its ID either way): ACTIVE →
+/// Done; BUILD (or any other transitional state) → Waiting; ERROR → [`Error::InstanceFailed`] carrying Nova's fault (retryable on
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
 /// twice. A recorded server that no longer exists (and none by name either) was deleted out of
@@ -53,7 +53,7 @@ pub async fn ensure_server(
     owner: &ServerOwner,
     req: &ServerRequest,
     recorded: Option<&str>,
-) -> Result<Outcome<Server>> {
+) -> Result<(Server, Progress)> {
     let server = match find_server(s, owner, recorded).await? {
         Some(found) => found,
         None if recorded.is_some_and(|r| !r.is_empty()) => {
@@ -73,9 +73,9 @@ pub async fn ensure_server(
     classify_state(owner, server)
 }
 
-fn classify_state(owner: &ServerOwner, server: Server) -> Result<Outcome<Server>> {
+fn classify_state(owner: &ServerOwner, server: Server) -> Result<(Server, Progress)> {
     match server.status.as_str() {
-        "ACTIVE" => Ok(Outcome::Ready(server)),
+        "ACTIVE" => Ok((server, Progress::Done(()))),
         "ERROR" => Err(Error::InstanceFailed {
             name: owner.name.clone(),
             id: server.id,
@@ -86,14 +86,14 @@ fn classify_state(owner: &ServerOwner, server: Server) -> Result<Outcome<Server>
                 .unwrap_or_else(|| "no fault reported".into()),
         }),
         // The create reply carries no status yet; BUILD, REBUILD, ... are all transitional.
-        other => Ok(Outcome::NotReady {
-            reason: format!(
+        other => {
+            let why = format!(
                 "server {} is {}",
                 owner.name,
                 if other.is_empty() { "BUILD" } else { other }
-            ),
-            id: server.id,
-        }),
+            );
+            Ok((server, Progress::Waiting(why)))
+        }
     }
 }
 

@@ -10,8 +10,8 @@ use capo_api::v1beta1::{
 use capo_openstack::Session;
 use capo_openstack::blockstorage::{self as bs, Volume, VolumeCreate};
 
-use super::Outcome;
 use super::owner::{ServerOwner, pick};
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 
 /// A volume to ensure.
@@ -88,40 +88,39 @@ pub fn plan_volumes(
 
 /// Ensure every volume, creating all missing ones before reporting any wait (so they become
 /// available in parallel). `recorded` maps device → ID; `record` is called with each ID as
-/// soon as it is known. NotReady while any is still `creating`.
+/// soon as it is known. Waiting while any is still `creating`.
 pub async fn ensure_volumes(
     s: &Session,
     owner: &ServerOwner,
     specs: &[VolumeSpec],
     recorded: &BTreeMap<String, String>,
     mut record: impl FnMut(&str, &str),
-) -> Result<Outcome<Vec<EnsuredVolume>>> {
+) -> Result<Progress<Vec<EnsuredVolume>>> {
     let mut ready = Vec::with_capacity(specs.len());
     let mut waiting = None;
     for spec in specs {
         let rec = recorded.get(&spec.device).map(String::as_str);
-        match ensure_volume(s, owner, spec, rec).await? {
-            Outcome::Ready(v) => {
-                record(&v.device, &v.id);
-                ready.push(v);
-            }
-            Outcome::NotReady { id, reason } => {
-                record(&spec.device, &id);
-                waiting.get_or_insert(Outcome::NotReady { id, reason });
+        let (volume, progress) = ensure_volume(s, owner, spec, rec).await?;
+        record(&volume.device, &volume.id);
+        match progress {
+            Progress::Done(()) => ready.push(volume),
+            not_yet => {
+                waiting.get_or_insert(not_yet.map(|()| Vec::new()));
             }
         }
     }
-    Ok(waiting.unwrap_or(Outcome::Ready(ready)))
+    Ok(waiting.unwrap_or(Progress::Done(ready)))
 }
 
 /// Ensure one volume: by recorded ID, else by name + ownership, else create (metadata marks it
-/// ours). `creating`/`downloading` → NotReady; `error` → an error naming the volume.
+/// ours); the volume with where it stands: `creating`/`downloading` → Waiting; `error` → an
+/// error naming the volume.
 pub async fn ensure_volume(
     s: &Session,
     owner: &ServerOwner,
     spec: &VolumeSpec,
     recorded: Option<&str>,
-) -> Result<Outcome<EnsuredVolume>> {
+) -> Result<(EnsuredVolume, Progress)> {
     let vol = match find_volume(s, owner, &spec.name, recorded).await? {
         Some(v) => v,
         None => {
@@ -140,21 +139,22 @@ pub async fn ensure_volume(
                 .ctx(|| format!("create volume {}", spec.name))?
         }
     };
-    match vol.status.as_str() {
-        "available" | "in-use" => Ok(Outcome::Ready(EnsuredVolume {
-            device: spec.device.clone(),
-            id: vol.id,
-            multiattach: vol.multiattach,
-        })),
-        "error" => Err(Error::InvalidSpec(format!(
-            "volume {} ({}) is in status error; delete it to retry",
-            spec.name, vol.id
-        ))),
-        other => Ok(Outcome::NotReady {
-            reason: format!("volume {} is {other}", spec.name),
-            id: vol.id,
-        }),
-    }
+    let progress = match vol.status.as_str() {
+        "available" | "in-use" => Progress::Done(()),
+        "error" => {
+            return Err(Error::InvalidSpec(format!(
+                "volume {} ({}) is in status error; delete it to retry",
+                spec.name, vol.id
+            )));
+        }
+        other => Progress::Waiting(format!("volume {} is {other}", spec.name)),
+    };
+    let volume = EnsuredVolume {
+        device: spec.device.clone(),
+        id: vol.id,
+        multiattach: vol.multiattach,
+    };
+    Ok((volume, progress))
 }
 
 /// The volume recorded (if it still exists), else the one with our name (ours or adoptable).

@@ -11,9 +11,10 @@ use capo_openstack::loadbalancer::{
 use capo_openstack::network::{ListFilter, NETWORK, Network, SUBNET, Subnet};
 use serde::Deserialize;
 
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::children::{self, ChildInputs};
-use crate::loadbalancer::{Progress, progress_of};
+use crate::loadbalancer::progress_of;
 use crate::networking::lookup::{Tagged, neutron_filter, pick_owned, resolve_one, subnet_filter};
 use crate::ownership::{Owner, Ownership};
 
@@ -180,12 +181,12 @@ pub async fn ensure_api_load_balancer(
         let lb = create_lb(s, owner, inp, version >= TAGS_VERSION, version).await?;
         return Ok(report(
             &lb,
-            Progress::NotReady("load balancer created".into()),
+            Progress::Waiting("load balancer created".into()),
         ));
     };
     let lb = &found.lb;
     let progress = progress_of(&format!("load balancer {}", lb.id), &lb.provisioning_status);
-    if !progress.is_ready() {
+    if !progress.is_done() {
         return Ok(report(lb, progress));
     }
     if version >= TAGS_VERSION
@@ -198,7 +199,7 @@ pub async fn ensure_api_load_balancer(
             lbaas::update(s, LOAD_BALANCER, &lb.id, serde_json::json!({"tags": tags}))
                 .await
                 .ctx(|| format!("tag loadbalancer {}", lb.id))?;
-        let mut out = report(lb, Progress::NotReady("load balancer tagged".into()));
+        let mut out = report(lb, Progress::Waiting("load balancer tagged".into()));
         out.tags = tags;
         return Ok(out);
     }
@@ -329,15 +330,15 @@ pub async fn delete_load_balancer_named(
 ) -> Result<Progress> {
     let found = match find_lb(s, owner, name, recorded).await {
         Ok(Some(l)) => l.lb,
-        Ok(None) => return Ok(Progress::Ready),
+        Ok(None) => return Ok(Progress::Done(())),
         Err(Error::ForeignResource { id, owner_tag, .. }) => {
             tracing::warn!(%id, %owner_tag, "load balancer with our name belongs to another cluster; left alone");
-            return Ok(Progress::Ready);
+            return Ok(Progress::Done(()));
         }
         Err(e) => return Err(e),
     };
     if found.provisioning_status.starts_with("PENDING_") {
-        return Ok(Progress::NotReady(format!(
+        return Ok(Progress::Waiting(format!(
             "load balancer {} is {}",
             found.id, found.provisioning_status
         )));
@@ -345,8 +346,8 @@ pub async fn delete_load_balancer_named(
     let deleted = lbaas::delete_load_balancer(s, &found.id, true).await;
     Ok(
         match deleted.ctx_opt(|| format!("delete loadbalancer {}", found.id))? {
-            Some(()) => Progress::NotReady(format!("load balancer {} is being deleted", found.id)),
-            None => Progress::Ready,
+            Some(()) => Progress::Waiting(format!("load balancer {} is being deleted", found.id)),
+            None => Progress::Done(()),
         },
     )
 }

@@ -16,10 +16,11 @@ use capo_openstack::loadbalancer::{
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::balancer::LbWithRefs;
 use crate::loadbalancer::cidrs::{CidrSources, allowed_cidrs, same_set};
-use crate::loadbalancer::{Progress, progress_of};
+use crate::loadbalancer::progress_of;
 
 /// Monitor defaults when `spec.apiServerLoadBalancer.monitor` leaves a field out (upstream's).
 const MONITOR_DEFAULTS: MonitorSettings = MonitorSettings {
@@ -130,11 +131,11 @@ pub(crate) async fn ensure_children(s: &Session, c: ChildInputs<'_>) -> Result<P
             None => create_listener(s, &want).await?,
             Some(l) => ensure_port(s, &want, l).await?,
         };
-        if !step.is_ready() {
+        if !step.is_done() {
             return Ok(step);
         }
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }
 
 /// What one port should look like.
@@ -159,12 +160,12 @@ async fn create_listener(s: &Session, w: &Want<'_>) -> Result<Progress> {
     let _: Listener = lbaas::create(s, LISTENER, &body)
         .await
         .ctx(|| format!("create listener {}", w.name))?;
-    Ok(Progress::NotReady(format!("listener {} created", w.name)))
+    Ok(Progress::Waiting(format!("listener {} created", w.name)))
 }
 
 async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress> {
     let p = progress_of(&format!("listener {}", l.id), &l.provisioning_status);
-    if !p.is_ready() {
+    if !p.is_done() {
         return Ok(p);
     }
     if let Some(cidrs) = w.cidrs
@@ -179,7 +180,7 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
         let _: Listener = lbaas::update(s, LISTENER, &l.id, json!({"allowed_cidrs": value}))
             .await
             .ctx(|| format!("update allowed_cidrs of listener {}", l.id))?;
-        return Ok(Progress::NotReady(format!("listener {} updated", l.id)));
+        return Ok(Progress::Waiting(format!("listener {} updated", l.id)));
     }
     let pool = match l.default_pool_id.as_deref() {
         Some(id) => get_opt::<Pool>(s, POOL, id).await?,
@@ -195,10 +196,10 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
         let _: Pool = lbaas::create(s, POOL, &body)
             .await
             .ctx(|| format!("create pool {}", w.name))?;
-        return Ok(Progress::NotReady(format!("pool {} created", w.name)));
+        return Ok(Progress::Waiting(format!("pool {} created", w.name)));
     };
     let p = progress_of(&format!("pool {}", pool.id), &pool.provisioning_status);
-    if !p.is_ready() {
+    if !p.is_done() {
         return Ok(p);
     }
     ensure_monitor(s, w, &pool).await
@@ -223,7 +224,7 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         let _: HealthMonitor = lbaas::create(s, HEALTH_MONITOR, &body)
             .await
             .ctx(|| format!("create healthmonitor {}", w.name))?;
-        return Ok(Progress::NotReady(format!("monitor {} created", w.name)));
+        return Ok(Progress::Waiting(format!("monitor {} created", w.name)));
     };
     let current = MonitorSettings {
         delay: hm.delay,
@@ -237,7 +238,7 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         let _: HealthMonitor = lbaas::update(s, HEALTH_MONITOR, &hm.id, changes)
             .await
             .ctx(|| format!("update healthmonitor {}", hm.id))?;
-        return Ok(Progress::NotReady(format!("monitor {} updated", hm.id)));
+        return Ok(Progress::Waiting(format!("monitor {} updated", hm.id)));
     }
     Ok(progress_of(
         &format!("monitor {}", hm.id),

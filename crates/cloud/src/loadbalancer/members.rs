@@ -9,10 +9,11 @@ use capo_openstack::loadbalancer::{
 
 use capo_openstack::network::{self as net, PORT, Port};
 
+use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::balancer::LbWithRefs;
 use crate::loadbalancer::children::{get_opt, listeners_of};
-use crate::loadbalancer::{Progress, progress_of};
+use crate::loadbalancer::progress_of;
 use crate::networking::vip_port::vip_address;
 
 /// Where a member goes: the load balancer and the API ports (see
@@ -28,19 +29,17 @@ pub struct MemberTarget<'a> {
 }
 
 /// The load balancer when it is ACTIVE (members can only change then).
-async fn active_lb(s: &Session, lb_id: &str) -> Result<Result<LbWithRefs, Progress>> {
+async fn active_lb(s: &Session, lb_id: &str) -> Result<Progress<LbWithRefs>> {
     let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, lb_id).await? else {
-        return Ok(Err(Progress::NotReady(format!(
+        return Ok(Progress::Waiting(format!(
             "load balancer {lb_id} not found"
-        ))));
+        )));
     };
-    match progress_of(
+    let progress = progress_of(
         &format!("load balancer {lb_id}"),
         &lb.lb.provisioning_status,
-    ) {
-        Progress::Ready => Ok(Ok(lb)),
-        other => Ok(Err(other)),
-    }
+    );
+    Ok(progress.map(|()| lb))
 }
 
 /// The pool of one port (via the listener named `<lb>-<port>`).
@@ -73,7 +72,7 @@ pub async fn ensure_port_member(
         .ctx(|| format!("get port {port_id}"))?;
     match vip_address(&port) {
         Some(address) => ensure_member(s, t, &address).await,
-        None => Ok(Progress::NotReady(format!(
+        None => Ok(Progress::Waiting(format!(
             "port {port_id} has no address yet"
         ))),
     }
@@ -82,13 +81,13 @@ pub async fn ensure_port_member(
 /// Ensure the machine is a member (with `address`) of every API port's pool; one write per call.
 pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> Result<Progress> {
     let lb = match active_lb(s, t.lb_id).await? {
-        Ok(lb) => lb,
-        Err(p) => return Ok(p),
+        Progress::Done(lb) => lb,
+        not_yet => return Ok(not_yet.map(|_| ())),
     };
     let listeners = listeners_of(s, &lb).await?;
     for &port in t.ports {
         let Some(pool) = pool_of(s, &lb, &listeners, port).await? else {
-            return Ok(Progress::NotReady(format!("no pool yet for port {port}")));
+            return Ok(Progress::Waiting(format!("no pool yet for port {port}")));
         };
         let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
         let members = lbaas::list_members(s, &pool.id)
@@ -103,7 +102,7 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                 lbaas::delete_member(s, &pool.id, &m.id)
                     .await
                     .ctx(|| format!("delete member {}", m.id))?;
-                return Ok(Progress::NotReady(format!("member {name} replaced")));
+                return Ok(Progress::Waiting(format!("member {name} replaced")));
             }
             None => {
                 let body = MemberCreate {
@@ -115,24 +114,24 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                 lbaas::create_member(s, &pool.id, &body)
                     .await
                     .ctx(|| format!("create member {name}"))?;
-                return Ok(Progress::NotReady(format!("member {name} created")));
+                return Ok(Progress::Waiting(format!("member {name} created")));
             }
         }
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }
 
 /// Remove the machine from every API port's pool; `Ready` when none is left (also when the
 /// load balancer is gone).
 pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress> {
     let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, t.lb_id).await? else {
-        return Ok(Progress::Ready);
+        return Ok(Progress::Done(()));
     };
     let p = progress_of(
         &format!("load balancer {}", t.lb_id),
         &lb.lb.provisioning_status,
     );
-    if !p.is_ready() {
+    if !p.is_done() {
         return Ok(p);
     }
     let listeners = listeners_of(s, &lb).await?;
@@ -152,8 +151,8 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
             {
                 continue;
             }
-            return Ok(Progress::NotReady(format!("member {name} deleted")));
+            return Ok(Progress::Waiting(format!("member {name} deleted")));
         }
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }

@@ -2,14 +2,14 @@
 
 use capo_api::constants::condition_types::{API_ENDPOINT_READY, READY};
 use capo_api::v1beta1::Initialization;
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use capo_openstack::Session;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use super::Scope;
-use super::bastion::{BastionStep, reconcile_bastion};
-use super::endpoint::{Step, reconcile_endpoint, reconcile_failure_domains};
+use super::bastion::reconcile_bastion;
+use super::endpoint::{reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
 use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
 use crate::conditions::State;
@@ -33,19 +33,19 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         scope.ctx.set_converged(&net_key, net_fp, true);
     }
     match reconcile_endpoint(scope, &s).await? {
-        Step::Done => {}
-        Step::Wait(why) => {
+        Progress::Done(()) => {}
+        Progress::Waiting(why) => {
             return wait(scope, API_ENDPOINT_READY, "LoadBalancerNotReady", why).await;
         }
-        Step::Stuck(why) => {
+        Progress::Stuck(why) => {
             return stuck(scope, API_ENDPOINT_READY, "LoadBalancerFailed", why).await;
         }
     }
     reconcile_failure_domains(scope, &s).await?;
     scope.step = super::extensions::EXTENSIONS_READY;
     match super::extensions::reconcile_cloud(scope, &s).await? {
-        Progress::Ready => {}
-        Progress::NotReady(why) => {
+        Progress::Done(()) => {}
+        Progress::Waiting(why) => {
             return wait(
                 scope,
                 super::extensions::EXTENSIONS_READY,
@@ -56,7 +56,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         }
         // Octavia does not leave ERROR by itself: the cluster is not provisioned until the
         // operator deletes the load balancer (capo then builds a new one).
-        Progress::Failed(why) => {
+        Progress::Stuck(why) => {
             let why = format!("{why}; delete it and capo creates a new one");
             return stuck(
                 scope,
@@ -95,7 +95,7 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     scope.step = super::extensions::EXTENSIONS_READY;
     super::extensions::reconcile_status(scope, s).await?;
     let key = scope.key();
-    if bastion == BastionStep::Wait {
+    if !bastion.is_done() {
         return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));
     }
     let fp = fingerprint(scope.obj, &scope.status)?;

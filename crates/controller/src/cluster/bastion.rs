@@ -13,6 +13,7 @@ use capo_api::constants::CLUSTER_NAME_LABEL;
 use capo_api::names::bastion_server_name;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Bastion, BastionStatus};
+use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_openstack::Session;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -31,15 +32,6 @@ pub const BASTION_HASH_ANNOTATION: &str = "infrastructure.cluster.x-k8s.io/capo-
 /// Condition reporting the bastion (only present when a bastion is configured).
 pub const BASTION_READY: &str = "BastionReady";
 
-/// What the bastion step asks of the caller.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum BastionStep {
-    /// Nothing left to do now.
-    Done,
-    /// Waiting for the server (being built, replaced or deleted).
-    Wait,
-}
-
 fn enabled(b: Option<&Bastion>) -> bool {
     b.is_some_and(|b| b.enabled != Some(false) && b.spec.is_some())
 }
@@ -56,7 +48,7 @@ fn spec_hash(b: &Bastion) -> Result<String> {
 
 /// Reconcile the bastion (create, replace on operator change, delete when disabled) and copy
 /// its state into `status.bastion`.
-pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Result<BastionStep> {
+pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let api: Api<OpenStackServer> =
         Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let name = bastion_server_name(&scope.owner.name);
@@ -71,18 +63,14 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     let hash = spec_hash(&b)?;
     let Some(server) = existing else {
         create_bastion(scope, &api, &name, &b, &hash).await?;
-        scope.set(
-            BASTION_READY,
-            State::info("Creating", "bastion server requested"),
-        );
-        return Ok(BastionStep::Wait);
+        return Ok(waiting(scope, "Creating", "bastion server requested"));
     };
     if server.metadata.deletion_timestamp.is_some() {
-        scope.set(
-            BASTION_READY,
-            State::info("Replacing", "previous bastion server is being deleted"),
-        );
-        return Ok(BastionStep::Wait);
+        return Ok(waiting(
+            scope,
+            "Replacing",
+            "previous bastion server is being deleted",
+        ));
     }
     match server.annotations().get(BASTION_HASH_ANNOTATION) {
         None => {
@@ -95,11 +83,7 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
             api.delete(&name, &DeleteParams::background())
                 .await
                 .kctx(|| format!("delete OpenStackServer {name}"))?;
-            scope.set(
-                BASTION_READY,
-                State::info("Replacing", "bastion spec changed"),
-            );
-            return Ok(BastionStep::Wait);
+            return Ok(waiting(scope, "Replacing", "bastion spec changed"));
         }
         Some(_) => {}
     }
@@ -113,17 +97,12 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     }
     if !st.ready {
         scope.status.bastion = Some(bs);
-        scope.set(
-            BASTION_READY,
-            State::info(
-                "Waiting",
-                format!(
-                    "bastion server is {}",
-                    st.instance_state.as_deref().unwrap_or("being created")
-                ),
-            ),
-        );
-        return Ok(BastionStep::Wait);
+        let state = st.instance_state.as_deref().unwrap_or("being created");
+        return Ok(waiting(
+            scope,
+            "Waiting",
+            &format!("bastion server is {state}"),
+        ));
     }
     if bs.floating_ip.is_none() && scope.obj.spec.disable_external_network != Some(true) {
         let fip = bastion_floating_ip(scope, s, &b, &st, recorded.floating_ip.as_deref()).await?;
@@ -131,7 +110,7 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     }
     scope.status.bastion = Some(bs);
     scope.set(BASTION_READY, State::True);
-    Ok(BastionStep::Done)
+    Ok(Progress::Done(()))
 }
 
 fn bastion_status(
@@ -253,14 +232,16 @@ pub(super) async fn remove_bastion(
     s: &Session,
     api: &Api<OpenStackServer>,
     existing: Option<OpenStackServer>,
-) -> Result<BastionStep> {
+) -> Result<Progress> {
     if let Some(server) = existing {
         if server.metadata.deletion_timestamp.is_none() {
             api.delete(&server.name_any(), &DeleteParams::background())
                 .await
                 .kctx(|| format!("delete OpenStackServer {}", server.name_any()))?;
         }
-        return Ok(BastionStep::Wait);
+        return Ok(Progress::Waiting(
+            "waiting for the bastion server to be deleted".into(),
+        ));
     }
     // Only when a bastion existed: a steady cluster without bastion makes no request here.
     if scope.status.bastion.is_some() {
@@ -274,5 +255,11 @@ pub(super) async fn remove_bastion(
     }
     scope.status.bastion = None;
     crate::conditions::remove(&mut scope.status.conditions, BASTION_READY);
-    Ok(BastionStep::Done)
+    Ok(Progress::Done(()))
+}
+
+/// The bastion is not ready yet: BastionReady says why.
+fn waiting(scope: &mut Scope<'_>, reason: &str, why: &str) -> Progress {
+    scope.set(BASTION_READY, State::info(reason, why));
+    Progress::Waiting(why.to_owned())
 }

@@ -4,30 +4,26 @@
 //! Every step is idempotent (absent = done), so a restart at any point resumes.
 
 use capo_api::constants::CLUSTER_NAME_LABEL;
-use capo_api::constants::condition_types::READY;
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::OpenStackMachine;
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use capo_cloud::loadbalancer::{self as lb};
 use capo_cloud::networking;
 use capo_cloud::networking::floating_ip::{self as fip, Purpose};
 use capo_openstack::Session;
 use kube::api::ListParams;
-use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
 use super::Scope;
-use super::bastion::{BastionStep, remove_bastion};
+use super::bastion::remove_bastion;
 use crate::capi::Machine;
-use crate::conditions::State;
 use crate::error::{KubeContext, Result};
 
-/// Delete everything of the cluster: `None` once done (the lifecycle removes the finalizer),
-/// else the requeue while something is still going away.
-pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Option<Action>> {
+/// Delete everything of the cluster (Done once nothing is left).
+pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Progress> {
     if let Some(waiting) = machines_left(scope, cluster).await? {
-        return deleting(scope, waiting).await;
+        return Ok(Progress::Waiting(waiting));
     }
     let s = scope.session().await?;
     let servers: Api<OpenStackServer> =
@@ -37,22 +33,22 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Opti
         .get_opt(&name)
         .await
         .kctx(|| format!("get OpenStackServer {name}"))?;
-    if remove_bastion(scope, &s, &servers, bastion).await? == BastionStep::Wait {
-        return deleting(scope, "waiting for the bastion server to be deleted".into()).await;
+    let progress = remove_bastion(scope, &s, &servers, bastion).await?;
+    if !progress.is_done() {
+        return Ok(progress);
     }
     let spec = &scope.obj.spec;
     let requested = spec.bastion.as_ref().and_then(|b| b.floating_ip.as_deref());
     fip::delete_floating_ips(&s, &scope.owner, Purpose::Bastion, requested).await?;
     let requested = spec.api_server_floating_ip.as_deref();
     fip::delete_floating_ips(&s, &scope.owner, Purpose::ApiServer, requested).await?;
-    if let Progress::NotReady(why) | Progress::Failed(why) = delete_load_balancer(scope, &s).await?
-    {
-        return deleting(scope, why).await;
+    let progress = delete_load_balancer(scope, &s).await?;
+    if !progress.is_done() {
+        return Ok(progress);
     }
-    if let Progress::NotReady(why) | Progress::Failed(why) =
-        super::extensions::cleanup(scope, &s).await?
-    {
-        return deleting(scope, why).await;
+    let progress = super::extensions::cleanup(scope, &s).await?;
+    if !progress.is_done() {
+        return Ok(progress);
     }
     let spec = &scope.obj.spec;
     networking::delete_router(
@@ -65,7 +61,6 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Opti
     .await?;
     networking::delete_network(&s, &scope.owner, spec, scope.status.network.as_ref()).await?;
     networking::delete_security_groups(&s, &scope.owner).await?;
-    scope.ctx.forget_converged(&scope.key());
     scope
         .event(
             EventType::Normal,
@@ -74,7 +69,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Opti
             Some("cluster infrastructure deleted".into()),
         )
         .await;
-    Ok(None)
+    Ok(Progress::Done(()))
 }
 
 async fn delete_load_balancer(scope: &Scope<'_>, s: &Session) -> Result<Progress> {
@@ -112,11 +107,4 @@ async fn machines_left(scope: &Scope<'_>, cluster: &str) -> Result<Option<String
         "waiting for {n} Machines and {m} OpenStackMachines to be deleted ({})",
         names.join(", ")
     )))
-}
-
-async fn deleting(scope: &mut Scope<'_>, why: String) -> Result<Option<Action>> {
-    scope.set(READY, State::info("Deleting", why));
-    scope.flush().await?;
-    let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
-    Ok(Some(Action::requeue(delay)))
 }

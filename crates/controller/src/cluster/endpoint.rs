@@ -1,11 +1,11 @@
 //! The control-plane endpoint, by the strategy [`strategy`] picks (keepalived VIP port, API
 //! load balancer, floating IP or fixed IP, each with its floating IP when wanted); written to
 //! `spec.controlPlaneEndpoint` once. Never waits: while Octavia is busy the step returns
-//! [`Step::Wait`].
+//! [`Progress::Waiting`].
 
 use capo_api::constants::condition_types::API_ENDPOINT_READY;
 use capo_api::v1beta1::{APIEndpoint, LoadBalancer};
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget};
 use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, Strategy, decide, strategy};
@@ -16,21 +16,10 @@ use super::extensions::vips;
 use crate::conditions::State;
 use crate::error::{Error, Result};
 
-/// Outcome of a step that may have to wait for the cloud.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    /// Done.
-    Done,
-    /// In progress; requeue soon.
-    Wait(String),
-    /// Failed in a way only the operator can fix (load balancer in ERROR).
-    Stuck(String),
-}
-
 /// Ensure the API load balancer (when enabled) and its floating IP.
-async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
+async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let Some(net) = scope.status.network.clone() else {
-        return Ok(Step::Wait("cluster network not ready".into()));
+        return Ok(Progress::Waiting("cluster network not ready".into()));
     };
     let spec = &scope.obj.spec;
     let lb_spec = spec.api_server_load_balancer.clone().unwrap_or_default();
@@ -82,9 +71,8 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
     });
     scope.flush().await?;
     match found.progress {
-        Progress::Ready => {}
-        Progress::NotReady(m) => return Ok(Step::Wait(m)),
-        Progress::Failed(m) => return Ok(Step::Stuck(m)),
+        Progress::Done(()) => {}
+        not_yet @ (Progress::Waiting(_) | Progress::Stuck(_)) => return Ok(not_yet),
     }
     if scope.obj.spec.wants_api_floating_ip() {
         let Some(ext) = scope.status.external_network.clone() else {
@@ -113,17 +101,17 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<S
         scope.flush().await?;
         fip::associate_floating_ip(s, &api_fip, &found.vip_port_id).await?;
     }
-    Ok(Step::Done)
+    Ok(Progress::Done(()))
 }
 
 /// The endpoint by its [`strategy`]; for the upstream ones, [`decide`] picks the address
 /// (load balancer, existing endpoint, floating IP or fixed IP).
-pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
+pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     scope.step = API_ENDPOINT_READY;
     match strategy(&scope.obj.spec) {
         Strategy::KeepalivedVip => return reconcile_keepalived_vip(scope, s).await,
         Strategy::LoadBalancer => match reconcile_load_balancer(scope, s).await? {
-            Step::Done => {}
+            Progress::Done(()) => {}
             other => return Ok(other),
         },
         Strategy::FloatingIp | Strategy::FixedIp => {}
@@ -144,7 +132,7 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
         match decide(&scope.obj.spec, &inputs) {
             EndpointDecision::Use(ep) => return publish(scope, ep).await,
             EndpointDecision::WaitForLoadBalancer => {
-                return Ok(Step::Wait("load balancer has no address yet".into()));
+                return Ok(Progress::Waiting("load balancer has no address yet".into()));
             }
             EndpointDecision::NeedFloatingIp { .. } if floating_ip.is_none() => {
                 let Some(ext) = scope.status.external_network.clone() else {
@@ -167,14 +155,14 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
 
 /// Keepalived mode: the VIP port, the API floating IP on it (when wanted and an external
 /// network exists), the endpoint on the floating IP, else on the VIP.
-async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<Step> {
+async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let address = (scope.obj.spec.extensions.as_ref())
         .and_then(|e| e.load_balancers.as_ref())
         .and_then(|l| l.control_plane.as_ref())
         .and_then(|c| c.vip_address.clone());
     let mut v = vips::ensure_port(scope, s, false, address.as_deref()).await?;
     let Some(port_id) = v.port_id.clone() else {
-        return Ok(Step::Wait("VIP port has no ID".into()));
+        return Ok(Progress::Waiting("VIP port has no ID".into()));
     };
     let osc = scope.obj;
     if osc.spec.wants_api_floating_ip()
@@ -185,7 +173,7 @@ async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<
         v = vips::vip_floating_ip(scope, s, false, v, &target).await?;
     }
     let Some(host) = v.floating_ip.or(v.vip) else {
-        return Ok(Step::Wait("VIP port has no address yet".into()));
+        return Ok(Progress::Waiting("VIP port has no address yet".into()));
     };
     let port = Some(scope.obj.spec.api_server_port());
     publish(
@@ -200,7 +188,7 @@ async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<
 
 /// Write `spec.controlPlaneEndpoint` unless a valid one is already there (set once), and
 /// report the endpoint ready.
-async fn publish(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<Step> {
+async fn publish(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<Progress> {
     let current = scope.obj.spec.control_plane_endpoint.as_ref();
     let valid = current.is_some_and(|e| {
         e.host.as_deref().is_some_and(|h| !h.is_empty()) && e.port.is_some_and(|p| p > 0)
@@ -214,7 +202,7 @@ async fn publish(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<Step> {
     }
     scope.set(API_ENDPOINT_READY, State::True);
     scope.flush().await?;
-    Ok(Step::Done)
+    Ok(Progress::Done(()))
 }
 
 /// `status.failureDomains` from Nova's availability zones.

@@ -26,7 +26,7 @@ pub(super) mod vips;
 use capo_api::constants::{CLUSTER_NAME_LABEL, CLUSTERCTL_MOVE_LABEL};
 use capo_api::extensions::OpenStackClusterExtensions;
 use capo_api::v1beta1::OpenStackCluster;
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use capo_openstack::Session;
 use std::collections::BTreeMap;
 
@@ -104,7 +104,7 @@ pub(super) async fn apply_owned_secret(
 /// `NotReady` while the ingress load balancer is being built.
 pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     if spec(scope.obj).is_none() {
-        return Ok(Progress::Ready);
+        return Ok(Progress::Done(()));
     }
     ssh::reconcile_ssh(scope, s).await?;
     app_credential::reconcile(scope, s).await?;
@@ -129,11 +129,11 @@ pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Resu
 /// pair, Secrets); `NotReady` while Octavia deletes the ingress load balancer.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let progress = vips::cleanup(scope, s).await?;
-    if !progress.is_ready() {
+    if !progress.is_done() {
         return Ok(progress);
     }
     ssh::cleanup(scope, s).await?;
     app_credential::cleanup(scope, s).await?;
     ansible::cleanup(scope).await?;
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }

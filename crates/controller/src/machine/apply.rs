@@ -10,7 +10,7 @@ use capo_api::constants::condition_types::{INSTANCE_READY, READY};
 use capo_api::names::provider_id;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Initialization, OpenStackCluster};
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::runtime::controller::Action;
@@ -228,17 +228,17 @@ async fn reconcile_ingress(
     )
     .await?;
     match ingress::ensure(&s, &mode, &scope.name, &port_id).await? {
-        Progress::Ready => {
+        Progress::Done(()) => {
             scope.set(cond, State::True);
             Ok(None)
         }
-        Progress::NotReady(why) => {
+        Progress::Waiting(why) => {
             scope.set(cond, State::info("Progressing", why.clone()));
             scope.set(READY, State::info("Progressing", why));
             scope.flush().await?;
             Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
         }
-        Progress::Failed(why) => {
+        Progress::Stuck(why) => {
             let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
             scope.set(cond, State::error(reason, why.clone()));
             scope.set(READY, State::error(reason, why));

@@ -2,13 +2,11 @@
 //! moves to another live control-plane machine or is disassociated, never deleted), then the
 //! OpenStackServer, waited for until it is gone.
 
-use capo_api::constants::condition_types::READY;
 use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use kube::api::{DeleteParams, ListParams};
-use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use super::Scope;
@@ -20,14 +18,13 @@ use crate::error::{KubeContext, Result};
 /// Reason of APIServerIngressReady once the machine no longer receives API traffic.
 const INGRESS_REMOVED: &str = "Removed";
 
-/// Delete the machine's cloud side: `None` once done (the lifecycle removes the finalizer),
-/// else the requeue while something is still going away.
+/// Delete the machine's cloud side (Done once its server is gone).
 pub(super) async fn cleanup(
     scope: &mut Scope<'_>,
     osc: Option<&OpenStackCluster>,
     cluster: &str,
     control_plane: bool,
-) -> Result<Option<Action>> {
+) -> Result<Progress> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
     let oss = servers
         .get_opt(&scope.name)
@@ -39,8 +36,9 @@ pub(super) async fn cleanup(
     if !removed && let Some(osc) = osc {
         scope.step = cond;
         let mode = ingress::mode(osc, control_plane);
-        if let Some(action) = remove_ingress(scope, osc, &mode, oss.as_ref(), cluster).await? {
-            return Ok(Some(action));
+        let progress = remove_ingress(scope, osc, &mode, oss.as_ref(), cluster).await?;
+        if !progress.is_done() {
+            return Ok(progress);
         }
     }
     if let Some(oss) = oss {
@@ -51,17 +49,12 @@ pub(super) async fn cleanup(
                 .kctx(|| format!("delete OpenStackServer {}", scope.name))?;
         }
         scope.status.ready = Some(false);
-        scope.set(
-            READY,
-            State::info("Deleting", "waiting for the server to be deleted"),
-        );
-        scope.flush().await?;
-        // The server's deletion wakes this machine (owned object); requeue as a safety net.
-        let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
-        return Ok(Some(Action::requeue(delay)));
+        // The server's deletion wakes this machine (owned object); the requeue is a safety net.
+        return Ok(Progress::Waiting(
+            "waiting for the server to be deleted".into(),
+        ));
     }
-    scope.ctx.forget_converged(&scope.key());
-    Ok(None)
+    Ok(Progress::Done(()))
 }
 
 async fn remove_ingress(
@@ -70,9 +63,9 @@ async fn remove_ingress(
     mode: &Mode,
     oss: Option<&OpenStackServer>,
     cluster: &str,
-) -> Result<Option<Action>> {
+) -> Result<Progress> {
     if matches!(mode, Mode::None | Mode::LoadBalancerPending) {
-        return Ok(None);
+        return Ok(Progress::Done(()));
     }
     let identity = oss
         .map(|o| o.spec.identity_ref.clone())
@@ -92,23 +85,15 @@ async fn remove_ingress(
         successor.as_deref(),
     )
     .await?;
-    match progress {
-        Progress::Ready => {
-            let cond = scope.step;
-            scope.set(
-                cond,
-                State::info(INGRESS_REMOVED, "machine is being deleted"),
-            );
-            scope.flush().await?;
-            Ok(None)
-        }
-        Progress::NotReady(why) | Progress::Failed(why) => {
-            scope.set(READY, State::info("Deleting", why));
-            scope.flush().await?;
-            let delay = scope.ctx.pending_delay(&scope.key(), "RemovingIngress");
-            Ok(Some(Action::requeue(delay)))
-        }
+    if progress.is_done() {
+        let cond = scope.step;
+        scope.set(
+            cond,
+            State::info(INGRESS_REMOVED, "machine is being deleted"),
+        );
+        scope.flush().await?;
     }
+    Ok(progress)
 }
 
 fn first_port(oss: Option<&OpenStackServer>) -> Option<String> {

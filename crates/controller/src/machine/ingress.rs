@@ -4,9 +4,10 @@
 //! moves it to another live control-plane machine, or disassociates it.
 
 use capo_api::v1beta1::OpenStackCluster;
+use capo_cloud::Progress;
+use capo_cloud::loadbalancer as lb;
 use capo_cloud::loadbalancer::children::api_ports;
 use capo_cloud::loadbalancer::members::MemberTarget;
-use capo_cloud::loadbalancer::{self as lb, Progress};
 use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use capo_cloud::plan::endpoint::{Strategy, strategy};
 use capo_openstack::Session;
@@ -120,14 +121,14 @@ pub(super) async fn ensure(
             };
             Ok(lb::ensure_port_member(s, t, port_id).await?)
         }
-        Mode::LoadBalancerPending => Ok(Progress::NotReady(
+        Mode::LoadBalancerPending => Ok(Progress::Waiting(
             "waiting for the API load balancer".into(),
         )),
         Mode::FloatingIp(host) => {
             fip::move_address(s, host, Some(port_id), MoveFrom::Nowhere).await?;
-            Ok(Progress::Ready)
+            Ok(Progress::Done(()))
         }
-        Mode::None => Ok(Progress::Ready),
+        Mode::None => Ok(Progress::Done(())),
     }
 }
 
@@ -154,8 +155,8 @@ pub(super) async fn remove(
             if let Some(port_id) = port_id {
                 fip::move_address(s, host, successor, MoveFrom::Port(port_id)).await?;
             }
-            Ok(Progress::Ready)
+            Ok(Progress::Done(()))
         }
-        Mode::LoadBalancerPending | Mode::None => Ok(Progress::Ready),
+        Mode::LoadBalancerPending | Mode::None => Ok(Progress::Done(())),
     }
 }

@@ -11,7 +11,8 @@ use capo_api::v1beta1::{
     MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
     TypedLocalObjectReference,
 };
-use capo_cloud::instance::{self, EnsuredVolume, Outcome, ServerRequest};
+use capo_cloud::Progress;
+use capo_cloud::instance::{self, EnsuredVolume, ServerRequest};
 use capo_openstack::Session;
 use capo_openstack::compute::{Server, UserData};
 use k8s_openapi::api::core::v1::Secret;
@@ -22,7 +23,7 @@ use kube::runtime::events::EventType;
 use super::Scope;
 use super::cache::LookupCache;
 use super::pool_ip;
-use super::resolve::{Resolution, Resolver};
+use super::resolve::Resolver;
 use super::steady::{fingerprint, is_steady};
 use crate::conditions::State;
 use crate::credentials::session_for;
@@ -59,13 +60,13 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     {
         Some(r) => r,
         None => match resolve(scope, &s).await? {
-            Resolution::Ready(r) => {
+            Progress::Done(r) => {
                 // Persisted before anything is created (upstream's guarantee, kept).
                 scope.status.resolved = Some(r.clone());
                 scope.flush().await?;
                 r
             }
-            Resolution::Wait(why) => return wait(scope, why).await,
+            Progress::Waiting(why) | Progress::Stuck(why) => return wait(scope, why).await,
         },
     };
     let recorded = scope.status.instance_id.clone().filter(|i| !i.is_empty());
@@ -73,13 +74,13 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         // The server exists (or existed): ensure_server only looks it up, never creates.
         Some(_) => ServerRequest::default(),
         None => match prepare(scope, &s, &resolved).await? {
-            Ok(req) => req,
-            Err(why) => return wait(scope, why).await,
+            Progress::Done(req) => req,
+            Progress::Waiting(why) | Progress::Stuck(why) => return wait(scope, why).await,
         },
     };
     match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
-        Ok(Outcome::Ready(server)) => ready(scope, &s, server).await,
-        Ok(Outcome::NotReady { id, reason }) => not_ready(scope, id, reason).await,
+        Ok((server, Progress::Done(()))) => ready(scope, &s, server).await,
+        Ok((server, _)) => not_ready(scope, server).await,
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
         }
@@ -88,7 +89,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     }
 }
 
-async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Resolution> {
+async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Progress<ResolvedMachineSpec>> {
     let r = Resolver {
         s,
         cache: &scope.ctx.lookups,
@@ -98,13 +99,13 @@ async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Resolution> {
     r.resolve(scope.obj).await
 }
 
-/// Ports (each ID written as soon as it is known), volumes and user data; Err(why) while a
+/// Ports (each ID written as soon as it is known), volumes and user data; Waiting while a
 /// volume is still being created or the user data Secret is missing.
 async fn prepare(
     scope: &mut Scope<'_>,
     s: &Session,
     resolved: &ResolvedMachineSpec,
-) -> Result<std::result::Result<ServerRequest, String>> {
+) -> Result<Progress<ServerRequest>> {
     let mut port_ids = Vec::with_capacity(resolved.ports.len());
     for (i, spec) in resolved.ports.iter().enumerate() {
         let rec = recorded_port(scope, i);
@@ -130,14 +131,16 @@ async fn prepare(
     )
     .await?
     {
-        Outcome::Ready(v) => v,
-        Outcome::NotReady { reason, .. } => return Ok(Err(reason)),
+        Progress::Done(v) => v,
+        waiting => return Ok(waiting.map(|_| ServerRequest::default())),
     };
     let user_data = match user_data(scope).await? {
-        Ok(u) => u,
-        Err(why) => return Ok(Err(why)),
+        Progress::Done(u) => u,
+        waiting => return Ok(waiting.map(|_| ServerRequest::default())),
     };
-    Ok(Ok(request(scope, resolved, port_ids, volumes, user_data)))
+    Ok(Progress::Done(request(
+        scope, resolved, port_ids, volumes, user_data,
+    )))
 }
 
 fn recorded_port(scope: &Scope<'_>, i: usize) -> Option<String> {
@@ -162,7 +165,7 @@ fn record_port(scope: &mut Scope<'_>, i: usize, id: &str) {
 }
 
 /// The bootstrap data (`value` of the Secret in `spec.userDataRef`); never logged.
-async fn user_data(scope: &Scope<'_>) -> Result<std::result::Result<Option<UserData>, String>> {
+async fn user_data(scope: &Scope<'_>) -> Result<Progress<Option<UserData>>> {
     let Some(name) = scope
         .obj
         .spec
@@ -171,7 +174,7 @@ async fn user_data(scope: &Scope<'_>) -> Result<std::result::Result<Option<UserD
         .and_then(|r| r.name.clone())
         .filter(|n| !n.is_empty())
     else {
-        return Ok(Ok(None));
+        return Ok(Progress::Done(None));
     };
     let ns = &scope.namespace;
     let secret = Api::<Secret>::namespaced(scope.ctx.client.clone(), ns)
@@ -182,8 +185,8 @@ async fn user_data(scope: &Scope<'_>) -> Result<std::result::Result<Option<UserD
         .and_then(|s| s.data)
         .and_then(|mut d| d.remove("value"));
     Ok(match value {
-        Some(v) => Ok(Some(UserData::new(v.0))),
-        None => Err(format!(
+        Some(v) => Progress::Done(Some(UserData::new(v.0))),
+        None => Progress::Waiting(format!(
             "waiting for key \"value\" of user data Secret {name}"
         )),
     })
@@ -296,7 +299,7 @@ async fn pool_address(
         ));
     };
     match pool_ip::ensure(scope, s, pool, &port_id).await? {
-        Ok(address) => {
+        Progress::Done(address) => {
             scope.set(FLOATING_ADDRESS_FROM_POOL_READY, State::True);
             if !scope.status.addresses.iter().any(|a| a.address == address) {
                 scope.status.addresses.push(MachineAddress {
@@ -306,7 +309,7 @@ async fn pool_address(
             }
             Ok(None)
         }
-        Err(why) => {
+        Progress::Waiting(why) | Progress::Stuck(why) => {
             scope.status.ready = false;
             scope.set(
                 FLOATING_ADDRESS_FROM_POOL_READY,
@@ -322,9 +325,13 @@ async fn pool_address(
 /// The server exists but is not ACTIVE: BUILD is polled at the pending pace; any other state
 /// (SHUTOFF, SUSPENDED, ... of a server that was running) is reported as a warning and
 /// re-checked on the slow backoff.
-async fn not_ready(scope: &mut Scope<'_>, id: String, reason: String) -> Result<Action> {
-    let state = state_of(&reason);
-    scope.status.instance_id = Some(id);
+async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
+    // The create reply carries no status yet: a build in progress.
+    let state = Some(server.status)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "BUILD".into());
+    let reason = format!("server {} is {state}", scope.owner.name);
+    scope.status.instance_id = Some(server.id);
     scope.status.ready = false;
     if state == "BUILD" {
         scope.status.instance_state = Some(state);
@@ -335,17 +342,6 @@ async fn not_ready(scope: &mut Scope<'_>, id: String, reason: String) -> Result<
     scope.set_instance(State::warning(INSTANCE_NOT_READY, reason));
     scope.flush().await?;
     Ok(Action::requeue(scope.ctx.options.slow_retry))
-}
-
-/// The Nova state in a NotReady reason: `capo_cloud::instance` words it `server <name> is
-/// <STATE>`; anything else is a build in progress.
-fn state_of(reason: &str) -> String {
-    reason
-        .rsplit(' ')
-        .next()
-        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-        .unwrap_or("BUILD")
-        .to_owned()
 }
 
 async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
@@ -425,14 +421,6 @@ async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn states_from_reasons() {
-        assert_eq!(state_of("server m-1 is SHUTOFF"), "SHUTOFF");
-        assert_eq!(state_of("server m-1 is BUILD"), "BUILD");
-        assert_eq!(state_of("server m-1 is VERIFY_RESIZE"), "VERIFY_RESIZE");
-        assert_eq!(state_of("volume m-1-root is creating"), "BUILD");
-    }
 
     #[test]
     fn addresses_fixed_floating_and_dns() {

@@ -2,18 +2,15 @@
 //! found by recorded ID or by deterministic name + ownership. Nothing needs resolving, so it
 //! finishes after `clusterctl move` lost the status and after the image was deleted.
 
-use capo_api::constants::condition_types::READY;
-use capo_cloud::instance::{self, Outcome, Recorded, port_name};
-use kube::runtime::controller::Action;
+use capo_cloud::Progress;
+use capo_cloud::instance::{self, Recorded, port_name};
 
 use super::Scope;
-use crate::conditions::State;
 use crate::credentials::session_for;
 use crate::error::Result;
 
-/// Delete everything of the server: `None` once done (the lifecycle removes the finalizer),
-/// else the requeue while something is still going away.
-pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Option<Action>> {
+/// Delete everything of the server (Done once nothing is left).
+pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
     let s = session_for(
         scope.ctx,
         &scope.object(),
@@ -32,24 +29,15 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Option<Action>> {
         volume_ids: Vec::new(),
     };
     let (ports, volumes) = names(scope);
-    match instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await? {
-        Outcome::Ready(()) => {
-            if scope.obj.spec.floating_ip_pool_ref.is_some() {
-                super::pool_ip::release(scope).await?;
-            }
-            scope.ctx.forget_converged(&scope.key());
-            Ok(None)
-        }
-        Outcome::NotReady { reason, .. } => {
-            scope.status.ready = false;
-            scope.set(READY, State::info("Deleting", reason));
-            scope.flush().await?;
-            // Nova can take minutes to delete (its network deallocation waits on Neutron):
-            // back off instead of polling it at the pending pace all that time.
-            let delay = scope.ctx.pending_delay(&scope.key(), "Deleting");
-            Ok(Some(Action::requeue(delay)))
-        }
+    let progress =
+        instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await?;
+    if progress.is_done() && scope.obj.spec.floating_ip_pool_ref.is_some() {
+        super::pool_ip::release(scope).await?;
     }
+    if !progress.is_done() {
+        scope.status.ready = false;
+    }
+    Ok(progress)
 }
 
 /// Deterministic port and volume names, from the resolved spec or else from the spec.

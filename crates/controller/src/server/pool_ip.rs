@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use capo_api::constants::{CLUSTER_NAME_LABEL, IP_CLAIM_FINALIZER};
 use capo_api::names::floating_ip_claim_name;
 use capo_api::v1beta1::TypedLocalObjectReference;
+use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use capo_openstack::Session;
 use kube::api::{
@@ -34,14 +35,14 @@ fn claims(scope: &Scope<'_>) -> Api<DynamicObject> {
     ipam_api(scope, "IPAddressClaim", "ipaddressclaims")
 }
 
-/// The pool's floating IP on `port_id`: Ok(address) once associated, Err(why) while the pool
+/// The pool's floating IP on `port_id`: Done(address) once associated, Waiting while the pool
 /// has not answered the claim yet.
 pub(super) async fn ensure(
     scope: &Scope<'_>,
     s: &Session,
     pool: &TypedLocalObjectReference,
     port_id: &str,
-) -> Result<std::result::Result<String, String>> {
+) -> Result<Progress<String>> {
     let name = floating_ip_claim_name(&scope.owner.name);
     let api = claims(scope);
     let Some(claim) = api
@@ -50,7 +51,7 @@ pub(super) async fn ensure(
         .kctx(|| format!("get IPAddressClaim {name}"))?
     else {
         create_claim(scope, &api, &name, pool).await?;
-        return Ok(Err(format!(
+        return Ok(Progress::Waiting(format!(
             "waiting for IPAddressClaim {name} to be fulfilled"
         )));
     };
@@ -58,7 +59,7 @@ pub(super) async fn ensure(
         .as_str()
         .filter(|n| !n.is_empty())
     else {
-        return Ok(Err(format!(
+        return Ok(Progress::Waiting(format!(
             "waiting for pool {} to fulfil IPAddressClaim {name}",
             pool.name
         )));
@@ -69,21 +70,25 @@ pub(super) async fn ensure(
         .await
         .kctx(|| format!("get IPAddress {address_name}"))?
     else {
-        return Ok(Err(format!("waiting for IPAddress {address_name}")));
+        return Ok(Progress::Waiting(format!(
+            "waiting for IPAddress {address_name}"
+        )));
     };
     let Some(address) = ip.data["spec"]["address"]
         .as_str()
         .filter(|a| !a.is_empty())
     else {
-        return Ok(Err(format!("IPAddress {address_name} has no address yet")));
+        return Ok(Progress::Waiting(format!(
+            "IPAddress {address_name} has no address yet"
+        )));
     };
     if !fip::move_address(s, address, Some(port_id), MoveFrom::Anywhere).await? {
-        return Ok(Err(format!(
+        return Ok(Progress::Waiting(format!(
             "floating IP {address} of pool {} not found",
             pool.name
         )));
     }
-    Ok(Ok(address.to_owned()))
+    Ok(Progress::Done(address.to_owned()))
 }
 
 async fn create_claim(

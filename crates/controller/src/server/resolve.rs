@@ -15,16 +15,9 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 
 use super::cache::LookupCache;
-use crate::error::{Error, KubeContext, Result};
+use capo_cloud::Progress;
 
-/// Outcome of a resolution.
-#[derive(Debug)]
-pub(super) enum Resolution {
-    /// Every reference resolved.
-    Ready(ResolvedMachineSpec),
-    /// Something referenced is not ready yet (an ORC Image without an ID).
-    Wait(String),
-}
+use crate::error::{Error, KubeContext, Result};
 
 /// What a resolution needs.
 pub(super) struct Resolver<'a> {
@@ -44,12 +37,12 @@ impl Resolver<'_> {
         Ok(self.cache.get_or(key, f).await?)
     }
 
-    /// Resolve everything, or say what is awaited.
-    pub async fn resolve(&self, oss: &OpenStackServer) -> Result<Resolution> {
+    /// Resolve everything, or say what is awaited (an ORC Image without an ID).
+    pub async fn resolve(&self, oss: &OpenStackServer) -> Result<Progress<ResolvedMachineSpec>> {
         let spec = &oss.spec;
         let image_id = match self.image(oss, &spec.image).await? {
-            Ok(id) => id,
-            Err(why) => return Ok(Resolution::Wait(why)),
+            Progress::Done(id) => id,
+            Progress::Waiting(why) | Progress::Stuck(why) => return Ok(Progress::Waiting(why)),
         };
         let flavor_key = format!("{:?}|{:?}", spec.flavor, spec.flavor_id);
         let flavor_id = self
@@ -78,7 +71,7 @@ impl Resolver<'_> {
         for (i, p) in spec.ports.iter().enumerate() {
             ports.push(self.port(oss, p, i).await?);
         }
-        Ok(Resolution::Ready(ResolvedMachineSpec {
+        Ok(Progress::Done(ResolvedMachineSpec {
             flavor_id: Some(flavor_id),
             image_id: Some(image_id),
             ports,
@@ -86,12 +79,8 @@ impl Resolver<'_> {
         }))
     }
 
-    /// Image ID, or Err(why) while an ORC Image has no ID yet.
-    async fn image(
-        &self,
-        oss: &OpenStackServer,
-        p: &ImageParam,
-    ) -> Result<std::result::Result<String, String>> {
+    /// Image ID, Waiting while an ORC Image has no ID yet.
+    async fn image(&self, oss: &OpenStackServer, p: &ImageParam) -> Result<Progress<String>> {
         if let Some(r) = &p.image_ref {
             let ns = oss.namespace().unwrap_or_default();
             return orc_image_id(self.client, &ns, &r.name).await;
@@ -101,7 +90,7 @@ impl Resolver<'_> {
                 instance::resolve_image(self.s, p).await
             })
             .await?;
-        Ok(Ok(id))
+        Ok(Progress::Done(id))
     }
 
     async fn port(
@@ -187,11 +176,7 @@ fn json_key(v: &impl serde::Serialize) -> Result<String> {
 
 /// `status.id` of the ORC `Image` `name` (openstack.k-orc.cloud/v1alpha1); Err(why) while
 /// the Image does not exist or has no ID yet.
-async fn orc_image_id(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-) -> Result<std::result::Result<String, String>> {
+async fn orc_image_id(client: &kube::Client, ns: &str, name: &str) -> Result<Progress<String>> {
     let gvk = GroupVersionKind::gvk("openstack.k-orc.cloud", "v1alpha1", "Image");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "images");
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
@@ -200,11 +185,15 @@ async fn orc_image_id(
         .await
         .kctx(|| format!("get ORC Image {ns}/{name}"))?
     else {
-        return Ok(Err(format!("waiting for ORC Image {name} to exist")));
+        return Ok(Progress::Waiting(format!(
+            "waiting for ORC Image {name} to exist"
+        )));
     };
     let id = img.data["status"]["id"].as_str().unwrap_or_default();
     if id.is_empty() {
-        return Ok(Err(format!("waiting for ORC Image {name} to have an ID")));
+        return Ok(Progress::Waiting(format!(
+            "waiting for ORC Image {name} to have an ID"
+        )));
     }
-    Ok(Ok(id.to_owned()))
+    Ok(Progress::Done(id.to_owned()))
 }

@@ -5,7 +5,8 @@
 
 use capo_api::extensions::{IngressLoadBalancer, LOAD_BALANCER_MODE_OCTAVIA, VipStatus};
 use capo_api::v1beta1::{APIServerLoadBalancer, OpenStackClusterSpec};
-use capo_cloud::loadbalancer::{self as lb, LbInputs, Progress};
+use capo_cloud::Progress;
+use capo_cloud::loadbalancer::{self as lb, LbInputs};
 use capo_openstack::Session;
 
 use super::super::Scope;
@@ -43,7 +44,7 @@ pub(super) async fn reconcile(
     ingress: &IngressLoadBalancer,
 ) -> Result<Progress> {
     let Some(net) = scope.status.network.clone() else {
-        return Ok(Progress::NotReady("cluster network not ready".into()));
+        return Ok(Progress::Waiting("cluster network not ready".into()));
     };
     let mut v: VipStatus = super::vips::recorded(scope, true);
     let name = ingress_lb_name(&scope.owner.namespace, &scope.owner.name);
@@ -64,13 +65,13 @@ pub(super) async fn reconcile(
     v.port_id = Some(found.vip_port_id.clone()).filter(|p| !p.is_empty());
     super::vips::record(scope, true, v.clone());
     scope.flush().await?;
-    if !found.progress.is_ready() {
+    if !found.progress.is_done() {
         return Ok(found.progress);
     }
     if ingress.floating_ip == Some(true) {
         super::vips::ingress_floating_ip(scope, s, v, &found.vip_port_id).await?;
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }
 
 /// Delete the ingress load balancer (cascade); `NotReady` while Octavia deletes it.

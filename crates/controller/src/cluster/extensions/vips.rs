@@ -2,7 +2,7 @@
 //! control-plane endpoint on the VIP is one strategy of [`crate::cluster::endpoint`]).
 
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
-use capo_cloud::loadbalancer::Progress;
+use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
@@ -92,7 +92,7 @@ pub(in crate::cluster) async fn reconcile_ingress(
         .and_then(|e| e.load_balancers.as_ref())
         .and_then(|l| l.ingress.clone())
     else {
-        return Ok(Progress::Ready);
+        return Ok(Progress::Done(()));
     };
     if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
         return super::ingress_lb::reconcile(scope, s, &ingress).await;
@@ -102,7 +102,7 @@ pub(in crate::cluster) async fn reconcile_ingress(
         let port_id = v.port_id.clone().unwrap_or_default();
         ingress_floating_ip(scope, s, v, &port_id).await?;
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }
 
 /// The ingress VIP's floating IP on `port_id` (keepalived port or Octavia VIP port).
@@ -152,12 +152,12 @@ pub(in crate::cluster) async fn vip_floating_ip(
 pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     fip::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
     let progress = super::ingress_lb::cleanup(scope, s).await?;
-    if !progress.is_ready() {
+    if !progress.is_done() {
         return Ok(progress);
     }
     for (purpose, ingress) in [(CONTROL_PLANE, false), (INGRESS, true)] {
         let rec = recorded(scope, ingress);
         vip_port::delete_vip_port(s, &scope.owner, purpose, rec.port_id.as_deref()).await?;
     }
-    Ok(Progress::Ready)
+    Ok(Progress::Done(()))
 }
