@@ -159,18 +159,8 @@ where
     }
 }
 
-/// Makes ring the process-wide rustls crypto provider unless one is already installed.
-///
-/// capo uses ring everywhere (kube's client does too): with a single provider, TLS behaves the
-/// same in every binary and test, and no second crypto library (aws-lc, a C build) is compiled.
-/// reqwest is built without a provider of its own, so it takes the process default installed here.
-pub fn ensure_crypto_provider() {
-    static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        // An error only means another provider was installed first; that one is then used.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+/// Makes ring the process-wide rustls crypto provider (reqwest is built without one of its own).
+pub use capo_tls::ensure_crypto_provider;
 
 /// Build an HTTP client (one connection pool) for these trust settings.
 pub fn build_client(
