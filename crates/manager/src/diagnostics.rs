@@ -6,7 +6,6 @@
 //! capo only encrypts (see docs/manager.md), so keep the port off the network or use
 //! `--insecure-diagnostics` behind a NetworkPolicy.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,14 +20,17 @@ use capo_tls::rustls::pki_types::CertificateDer;
 use capo_tls::tokio_rustls::TlsAcceptor;
 use capo_tls::{Ca, ServeOptions};
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 
 use crate::error::Result;
 
 /// Content type of the OpenMetrics text format `prometheus_client` writes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// How long shutdown waits for a probe or scrape in flight; both are short.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How the probe and metrics servers serve: shutdown waits up to 5 s for a probe or scrape in
+/// flight (both are short).
+pub const SERVE: ServeOptions = ServeOptions {
+    drain: Duration::from_secs(5),
+    ..ServeOptions::new("diagnostics")
+};
 
 /// Readiness shared between the manager and the probe server.
 #[derive(Debug, Default, Clone)]
@@ -87,20 +89,6 @@ pub fn self_signed_acceptor(addr: SocketAddr) -> Result<(TlsAcceptor, Certificat
     Ok((leaf.acceptor(capo_tls::ALPN_H2_HTTP1)?, ca.der()))
 }
 
-/// Serve `app` (over TLS when `tls` is given) until `shutdown`.
-pub async fn serve(
-    listener: TcpListener,
-    tls: Option<TlsAcceptor>,
-    app: Router,
-    shutdown: impl Future<Output = ()>,
-) {
-    let options = ServeOptions {
-        drain: DRAIN_TIMEOUT,
-        ..ServeOptions::new("diagnostics")
-    };
-    capo_tls::serve(listener, tls, app, shutdown, options).await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,9 +107,16 @@ mod tests {
         let (acceptor, cert) = self_signed_acceptor(addr).unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = metrics_router(Arc::new(registry));
-        let server = tokio::spawn(serve(listener, Some(acceptor), app, async move {
+        let stopped = async move {
             let _ = rx.await;
-        }));
+        };
+        let server = tokio::spawn(capo_tls::serve(
+            listener,
+            Some(acceptor),
+            app,
+            stopped,
+            SERVE,
+        ));
 
         let mut roots = rustls::RootCertStore::empty();
         roots.add(cert).unwrap();

@@ -225,7 +225,7 @@ async fn start_servers(
         let listener = capo_tls::bind(addr).await?;
         tracing::info!(addr = %local(&listener, addr), "serving /healthz and /readyz");
         let app = diagnostics::probe_router(ready.clone());
-        let serving = diagnostics::serve(listener, None, app, until(stop.clone()));
+        let serving = capo_tls::serve(listener, None, app, until(stop.clone()), diagnostics::SERVE);
         tasks.push(tokio::spawn(serving));
     }
     if let Some(addr) = flags.diagnostics_addr()? {
@@ -239,7 +239,7 @@ async fn start_servers(
             Some(diagnostics::self_signed_acceptor(bound)?.0)
         };
         let app = diagnostics::metrics_router(registry);
-        let serving = diagnostics::serve(listener, tls, app, until(stop.clone()));
+        let serving = capo_tls::serve(listener, tls, app, until(stop.clone()), diagnostics::SERVE);
         tasks.push(tokio::spawn(serving));
     }
     if flags.webhook_port != 0 {

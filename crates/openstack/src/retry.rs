@@ -33,25 +33,23 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// Backoff before attempt `attempt + 1` (attempt counts from 1): "equal jitter", i.e. half
-    /// the exponential step plus a random share of the other half, so retries spread out but
-    /// never collapse to zero.
+    /// Backoff before attempt `attempt + 1` (from 1): "equal jitter", half the exponential step
+    /// to all of it, so retries spread out but never collapse to zero.
     pub fn backoff(&self, attempt: u32) -> Duration {
         exponential_backoff(self.base, self.max_backoff, attempt, 0.5..=1.0)
     }
 }
 
-/// The delay after the `attempt`-th failure (counting from 1): `base` doubled per earlier
-/// failure up to `max`, scaled by a random factor from `jitter` (so clients failing together do
-/// not retry in lockstep), and capped at `max` again.
+/// The delay after failure number `attempt` (from 1): `base` doubled per earlier failure up to
+/// `max`, times a random factor from `jitter` (so failures together do not retry in lockstep),
+/// never above `max`.
 pub fn exponential_backoff(
     base: Duration,
     max: Duration,
     attempt: u32,
     jitter: RangeInclusive<f64>,
 ) -> Duration {
-    // Past 2^20 steps every realistic `base` is above `max` already; the cap keeps the shift
-    // in range.
+    // The shift is capped to stay in range; by 2^20 steps any realistic `base` exceeds `max`.
     let step = base
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
         .min(max);

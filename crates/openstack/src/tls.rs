@@ -13,23 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
 /// Parse a PEM bundle: at least one certificate, every certificate block well-formed.
-pub fn parse_pem(pem: &[u8]) -> std::result::Result<Vec<CertificateDer<'static>>, String> {
-    let mut certs = Vec::new();
-    for item in CertificateDer::pem_slice_iter(pem) {
-        certs.push(item.map_err(|e| format!("PEM does not parse: {e}"))?);
-    }
-    if certs.is_empty() {
-        return Err("no PEM certificate found".into());
-    }
-    Ok(certs)
-}
+pub use capo_tls::parse_pem;
 
 /// Trust settings of one session (part of the session-cache key).
 #[derive(Clone, Default)]

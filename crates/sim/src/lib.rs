@@ -111,11 +111,8 @@ impl Sim {
         };
         let app = server::app(shared, control.clone());
         let (stop, mut rx) = tokio::sync::watch::channel(false);
-        // Open connections are dropped at shutdown (no drain): tests stop sims with clients'
-        // idle connections still pooled.
-        let stopped = async move {
-            let _ = rx.changed().await;
-        };
+        let stopped = async move { rx.changed().await };
+        // No drain: tests stop simulators while their clients still pool idle connections.
         let options = capo_tls::ServeOptions::new("capo-sim");
         let task = tokio::spawn(capo_tls::serve(listener, acceptor, app, stopped, options));
         Ok(Sim {

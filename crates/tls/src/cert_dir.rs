@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
@@ -126,12 +126,7 @@ fn certified_key(dir: &Path, pair: &Pair, provider: &CryptoProvider) -> Result<C
         path: dir.join(name),
         message,
     };
-    let chain = CertificateDer::pem_slice_iter(&pair.cert)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| pem_error(CERT_FILE, format!("bad PEM: {e}")))?;
-    if chain.is_empty() {
-        return Err(pem_error(CERT_FILE, "no certificate found".to_owned()));
-    }
+    let chain = crate::parse_pem(&pair.cert).map_err(|message| pem_error(CERT_FILE, message))?;
     // The parse error is reported without the file's contents: they are a private key.
     let key = PrivateKeyDer::from_pem_slice(&pair.key)
         .map_err(|_| pem_error(KEY_FILE, "no usable private key found".to_owned()))?;

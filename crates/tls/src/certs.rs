@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, Certificate, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use tokio_rustls::TlsAcceptor;
@@ -16,16 +16,10 @@ use crate::error::Result;
 /// The names a server on the loopback interface is reached by.
 pub const LOOPBACK: &[&str] = &["localhost", "127.0.0.1"];
 
-/// A self-signed certificate authority and its key, kept in memory.
+/// A self-signed certificate authority and its key, kept in memory (deliberately not `Debug`).
 pub struct Ca {
     cert: Certificate,
     key: KeyPair,
-}
-
-impl std::fmt::Debug for Ca {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ca").finish_non_exhaustive()
-    }
 }
 
 impl Ca {
@@ -33,7 +27,9 @@ impl Ca {
     pub fn new(common_name: &str) -> Result<Self> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name = name(common_name);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let cert = params.self_signed(&key)?;
@@ -54,9 +50,11 @@ impl Ca {
     /// become IP subject alternative names) signed by this CA.
     pub fn issue(&self, common_name: &str, names: &[&str]) -> Result<Leaf> {
         let key = KeyPair::generate()?;
-        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let mut params = CertificateParams::new(names)?;
-        params.distinguished_name = name(common_name);
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, common_name);
         let cert = params.signed_by(&key, &self.cert, &self.key)?;
         Ok(Leaf {
             cert,
@@ -66,17 +64,11 @@ impl Ca {
     }
 }
 
-/// A serving certificate, its private key and the CA that signed it.
+/// A serving certificate, its private key and the CA that signed it (not `Debug` either).
 pub struct Leaf {
     cert: Certificate,
     key: KeyPair,
     ca: CertificateDer<'static>,
-}
-
-impl std::fmt::Debug for Leaf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Leaf").finish_non_exhaustive()
-    }
 }
 
 impl Leaf {
@@ -112,8 +104,13 @@ pub fn signing_key_pem() -> Result<(String, String)> {
     Ok((key.serialize_pem(), key.public_key_pem()))
 }
 
-fn name(common_name: &str) -> DistinguishedName {
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, common_name);
-    dn
+/// Parse a PEM bundle: at least one certificate, every certificate block well-formed.
+pub fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("PEM does not parse: {e}"))?;
+    if certs.is_empty() {
+        return Err("no PEM certificate found".into());
+    }
+    Ok(certs)
 }

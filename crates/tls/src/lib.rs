@@ -1,14 +1,6 @@
-//! TLS for capo's servers: the webhook server, the manager's diagnostics, capo-sim and the test
-//! kit's API servers all serve and make certificates through this crate, so the accept loop and
-//! the certificate recipe exist once.
-//!
-//! - [`serve`]: one accept loop for HTTP or HTTPS (handshake timeout, HTTP/1.1 and HTTP/2,
-//!   per-connection errors logged, graceful shutdown with a drain limit).
-//! - [`CertDir`]: a serving certificate read from `tls.crt`/`tls.key` and re-read when rotated.
-//! - [`Ca`] and [`Leaf`]: throw-away certificate authorities and the serving certificates they
-//!   sign, in PEM or ready to serve.
-//!
-//! Everything uses ring ([`provider`]): one crypto library in every binary and test.
+//! TLS for capo's servers (webhook, manager diagnostics, capo-sim, the test kit's API servers):
+//! one accept loop ([`serve`]), a serving certificate reloaded from its directory ([`CertDir`]),
+//! throw-away CAs and the certificates they sign ([`Ca`], [`Leaf`]); ring everywhere.
 
 mod cert_dir;
 mod certs;
@@ -18,7 +10,7 @@ mod serve;
 use std::sync::Arc;
 
 pub use cert_dir::{CERT_FILE, CertDir, KEY_FILE};
-pub use certs::{Ca, LOOPBACK, Leaf, signing_key_pem};
+pub use certs::{Ca, LOOPBACK, Leaf, parse_pem, signing_key_pem};
 pub use error::{Error, Result};
 /// The TLS library, re-exported so clients in tests use the same version and features.
 pub use rustls;

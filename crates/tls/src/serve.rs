@@ -29,9 +29,8 @@ pub struct ServeOptions {
     pub name: &'static str,
     /// A client that has not finished its TLS handshake by then is dropped.
     pub handshake_timeout: Duration,
-    /// An HTTP/1 client must send a request's headers within this, also on an idle keep-alive
-    /// connection (hyper's timer starts when it waits for the next request). `None` for a
-    /// server whose clients pool connections and must not find them closed under them.
+    /// An HTTP/1 client must send a request's headers within this, idle keep-alive connections
+    /// included; `None` where clients pool connections and must not see them closed under them.
     pub header_timeout: Option<Duration>,
     /// How long shutdown waits for in-flight requests; connections still open then are dropped.
     /// Zero drops them at once.
@@ -40,7 +39,7 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// A 10 s handshake timeout, no header timeout, no drain.
-    pub fn new(name: &'static str) -> Self {
+    pub const fn new(name: &'static str) -> Self {
         Self {
             name,
             handshake_timeout: Duration::from_secs(10),
@@ -77,7 +76,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     app: Router,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future,
     options: ServeOptions,
 ) {
     let name = options.name;
@@ -86,7 +85,7 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
-            () = &mut shutdown => break,
+            _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -96,30 +95,18 @@ pub async fn serve(
                 }
             },
         };
-        let connection = connection(
-            stream,
-            tls.clone(),
-            app.clone(),
-            graceful.watcher(),
-            options,
-        );
+        let (tls, app, watcher) = (tls.clone(), app.clone(), graceful.watcher());
         connections.spawn(async move {
-            if let Err(err) = connection.await {
+            if let Err(err) = connection(stream, tls, app, watcher, options).await {
                 tracing::debug!(server = name, %peer, %err, "connection ended with an error");
             }
         });
         // Reap finished connections, so the set does not grow over the server's life.
         while connections.try_join_next().is_some() {}
     }
-    if !options.drain.is_zero()
-        && tokio::time::timeout(options.drain, graceful.shutdown())
-            .await
-            .is_err()
-    {
-        tracing::warn!(
-            server = name,
-            "connections still open after the drain timeout; dropping them"
-        );
+    let drain = tokio::time::timeout(options.drain, graceful.shutdown());
+    if !options.drain.is_zero() && drain.await.is_err() {
+        tracing::warn!(server = name, "drain timed out; dropping connections");
     }
     connections.abort_all();
 }
@@ -148,17 +135,13 @@ async fn connection(
         builder.http2().timer(TokioTimer::new());
     }
     let service = TowerToHyperService::new(app);
-    match tls {
-        None => {
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            watcher.watch(conn.into_owned()).await
-        }
-        Some(acceptor) => {
-            let stream = tokio::time::timeout(options.handshake_timeout, acceptor.accept(stream))
-                .await
-                .map_err(|_| "TLS handshake timed out")??;
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            watcher.watch(conn.into_owned()).await
-        }
-    }
+    let Some(acceptor) = tls else {
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        return watcher.watch(conn.into_owned()).await;
+    };
+    let stream = tokio::time::timeout(options.handshake_timeout, acceptor.accept(stream))
+        .await
+        .map_err(|_| "TLS handshake timed out")??;
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    watcher.watch(conn.into_owned()).await
 }

@@ -42,10 +42,7 @@ async fn start(
         .unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let shutdown = async {
-        let _ = stopped.await;
-    };
-    let task = tokio::spawn(capo_tls::serve(listener, tls, app(), shutdown, options));
+    let task = tokio::spawn(capo_tls::serve(listener, tls, app(), stopped, options));
     (addr, stop, task)
 }
 

@@ -28,10 +28,13 @@ pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// Largest review accepted: an update carries two objects of up to ~1.5 MiB each (etcd's
 /// request limit), plus the review's own fields.
 const MAX_REVIEW_BYTES: usize = 8 << 20;
-/// A client that has not sent a request's headers by then is dropped.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long shutdown waits for in-flight reviews.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that has not sent a request's headers within 10 s is dropped; shutdown waits up to
+/// 10 s for in-flight reviews.
+const SERVE: ServeOptions = ServeOptions {
+    header_timeout: Some(Duration::from_secs(10)),
+    drain: Duration::from_secs(10),
+    ..ServeOptions::new("webhook")
+};
 
 /// Where the webhook server listens and where it finds its certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,19 +143,8 @@ impl WebhookServer {
     /// Serves until `shutdown` completes, then waits (up to 10 s) for in-flight reviews.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let reload = tokio::spawn(self.cert.clone().watch(self.reload_interval));
-        let options = ServeOptions {
-            header_timeout: Some(HEADER_TIMEOUT),
-            drain: DRAIN_TIMEOUT,
-            ..ServeOptions::new("webhook")
-        };
-        capo_tls::serve(
-            self.listener,
-            Some(self.acceptor),
-            router(),
-            shutdown,
-            options,
-        )
-        .await;
+        let tls = Some(self.acceptor);
+        capo_tls::serve(self.listener, tls, router(), shutdown, SERVE).await;
         reload.abort();
         Ok(())
     }
