@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rand::Rng;
+use capo_openstack::retry::exponential_backoff;
 
 /// Attempts per object key (UID).
 #[derive(Debug)]
@@ -36,12 +36,7 @@ impl Backoff {
                 *a
             })
             .unwrap_or(1);
-        let base = self
-            .min
-            .saturating_mul(1u32 << n.saturating_sub(1).min(20))
-            .min(self.max);
-        let jitter = rand::rng().random_range(0.8..1.2);
-        base.mul_f64(jitter).min(self.max)
+        exponential_backoff(self.min, self.max, n, 0.8..=1.2)
     }
 
     /// Forget failures of `key`.

@@ -6,7 +6,6 @@
 //! capo only encrypts (see docs/manager.md), so keep the port off the network or use
 //! `--insecure-diagnostics` behind a NetworkPolicy.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,18 +16,21 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
+use capo_tls::rustls::pki_types::CertificateDer;
+use capo_tls::tokio_rustls::TlsAcceptor;
+use capo_tls::{Ca, ServeOptions};
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Content type of the OpenMetrics text format `prometheus_client` writes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-/// A scraper that has not finished its TLS handshake by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How the probe and metrics servers serve: shutdown waits up to 5 s for a probe or scrape in
+/// flight (both are short).
+pub const SERVE: ServeOptions = ServeOptions {
+    drain: Duration::from_secs(5),
+    ..ServeOptions::new("diagnostics")
+};
 
 /// Readiness shared between the manager and the probe server.
 #[derive(Debug, Default, Clone)]
@@ -78,106 +80,43 @@ async fn metrics(State(registry): State<Arc<Registry>>) -> impl IntoResponse {
     }
 }
 
-/// Bind `addr` (so a port conflict fails the start, not a background task).
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| Error::Bind { addr, source })
-}
-
-/// Serve `app` over plain HTTP until `shutdown`.
-pub async fn serve_http(
-    listener: TcpListener,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::error!(error = %e, "diagnostics server failed");
-    }
-}
-
-/// A TLS acceptor with a fresh self-signed certificate for `localhost` and the bound IP, and
-/// that certificate (so a client, e.g. a test, can trust it).
-pub fn self_signed_acceptor(
-    addr: SocketAddr,
-) -> Result<(TlsAcceptor, rustls_pki_types::CertificateDer<'static>)> {
-    let names = vec!["localhost".to_owned(), addr.ip().to_string()];
-    let cert = rcgen::generate_simple_self_signed(names).map_err(|e| Error::Tls(e.to_string()))?;
-    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-    let der = cert.cert.der().clone();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(vec![der.clone()], key)
-        .map_err(|e| Error::Tls(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok((TlsAcceptor::from(Arc::new(config)), der))
-}
-
-/// Serve `app` over HTTPS until `shutdown` (open scrapes are dropped at shutdown: a scrape
-/// is short and Prometheus retries).
-pub async fn serve_https(
-    listener: TcpListener,
-    acceptor: TlsAcceptor,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a diagnostics connection failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => tls,
-                _ => {
-                    tracing::debug!(%peer, "diagnostics TLS handshake failed");
-                    return;
-                }
-            };
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = builder
-                .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "diagnostics connection ended with an error");
-            }
-        });
-    }
+/// A TLS acceptor with a fresh certificate for `localhost` and the bound IP, signed by a fresh
+/// CA, and that CA's certificate (so a client, e.g. a test, can trust it).
+pub fn self_signed_acceptor(addr: SocketAddr) -> Result<(TlsAcceptor, CertificateDer<'static>)> {
+    let ca = Ca::new("capo-controller-manager diagnostics CA")?;
+    let ip = addr.ip().to_string();
+    let leaf = ca.issue("capo-controller-manager", &["localhost", &ip])?;
+    Ok((leaf.acceptor(capo_tls::ALPN_H2_HTTP1)?, ca.der()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use capo_tls::rustls;
+    use capo_tls::rustls::pki_types::ServerName;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test]
     async fn metrics_over_https_with_the_self_signed_certificate() {
         let mut registry = Registry::default();
         crate::process_metrics::register(&mut registry);
-        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let listener = capo_tls::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
         let addr = listener.local_addr().unwrap();
         let (acceptor, cert) = self_signed_acceptor(addr).unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let app = metrics_router(Arc::new(registry));
-        let server = tokio::spawn(serve_https(listener, acceptor, app, async move {
+        let stopped = async move {
             let _ = rx.await;
-        }));
+        };
+        let server = tokio::spawn(capo_tls::serve(
+            listener,
+            Some(acceptor),
+            app,
+            stopped,
+            SERVE,
+        ));
 
         let mut roots = rustls::RootCertStore::empty();
         roots.add(cert).unwrap();
@@ -187,9 +126,9 @@ mod tests {
             .unwrap()
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+        let connector = capo_tls::tokio_rustls::TlsConnector::from(Arc::new(client));
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
         let mut tls = connector.connect(name, tcp).await.unwrap();
         tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             .await

@@ -1,6 +1,5 @@
 //! The manager's single error type.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Everything that stops the manager.
@@ -25,17 +24,6 @@ pub enum Error {
         /// The client error.
         source: kube::Error,
     },
-    /// A listen address could not be bound.
-    #[error("listening on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The diagnostics server's self-signed certificate could not be made.
-    #[error("diagnostics TLS: {0}")]
-    Tls(String),
     /// The `--ca-certs` bundle is unusable.
     #[error("--ca-certs {}: {message}", path.display())]
     CaCerts {
@@ -44,9 +32,12 @@ pub enum Error {
         /// Why.
         message: String,
     },
-    /// The admission webhook server failed.
+    /// The probe or metrics server could not start (address taken, certificate not made).
+    #[error("probe or metrics server: {0}")]
+    Diagnostics(#[from] capo_tls::Error),
+    /// The admission webhook server could not start (address taken, certificate unusable).
     #[error("webhook server: {0}")]
-    Webhook(#[from] capo_webhook::Error),
+    Webhook(capo_webhook::Error),
     /// This replica held the leader lease and could not renew it in time; another replica may
     /// take over, so this one stops (as every controller-runtime manager does).
     #[error("leader election lost: lease {lease} {reason}")]

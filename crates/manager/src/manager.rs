@@ -222,33 +222,25 @@ async fn start_servers(
     };
     let mut tasks = Vec::new();
     if let Some(addr) = flags.health_addr()? {
-        let listener = diagnostics::bind(addr).await?;
+        let listener = capo_tls::bind(addr).await?;
         tracing::info!(addr = %local(&listener, addr), "serving /healthz and /readyz");
         let app = diagnostics::probe_router(ready.clone());
-        tasks.push(tokio::spawn(diagnostics::serve_http(
-            listener,
-            app,
-            until(stop.clone()),
-        )));
+        let serving = capo_tls::serve(listener, None, app, until(stop.clone()), diagnostics::SERVE);
+        tasks.push(tokio::spawn(serving));
     }
     if let Some(addr) = flags.diagnostics_addr()? {
-        let listener = diagnostics::bind(addr).await?;
-        let app = diagnostics::metrics_router(registry);
+        let listener = capo_tls::bind(addr).await?;
         let bound = local(&listener, addr);
-        let task = if flags.insecure_diagnostics {
+        let tls = if flags.insecure_diagnostics {
             tracing::info!(addr = %bound, "serving /metrics over HTTP");
-            tokio::spawn(diagnostics::serve_http(listener, app, until(stop.clone())))
+            None
         } else {
-            let (acceptor, _) = diagnostics::self_signed_acceptor(bound)?;
             tracing::info!(addr = %bound, "serving /metrics over HTTPS (self-signed certificate)");
-            tokio::spawn(diagnostics::serve_https(
-                listener,
-                acceptor,
-                app,
-                until(stop.clone()),
-            ))
+            Some(diagnostics::self_signed_acceptor(bound)?.0)
         };
-        tasks.push(task);
+        let app = diagnostics::metrics_router(registry);
+        let serving = capo_tls::serve(listener, tls, app, until(stop.clone()), diagnostics::SERVE);
+        tasks.push(tokio::spawn(serving));
     }
     if flags.webhook_port != 0 {
         let config = capo_webhook::WebhookServerConfig {
@@ -256,7 +248,9 @@ async fn start_servers(
             cert_dir: flags.webhook_cert_dir.clone(),
             ..Default::default()
         };
-        let server = capo_webhook::WebhookServer::bind(&config).await?;
+        let server = capo_webhook::WebhookServer::bind(&config)
+            .await
+            .map_err(Error::Webhook)?;
         tracing::info!(addr = %config.addr, cert_dir = %config.cert_dir.display(), "serving admission webhooks");
         let stop = until(stop.clone());
         tasks.push(tokio::spawn(async move {

@@ -1,5 +1,6 @@
 //! Retry policy (jittered exponential backoff) and the per-cloud token-bucket rate limiter.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use rand::Rng;
@@ -32,18 +33,27 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// Backoff before attempt `attempt + 1` (attempt counts from 1): "equal jitter", i.e. half
-    /// the exponential step plus a random share of the other half, so retries spread out but
-    /// never collapse to zero.
+    /// Backoff before attempt `attempt + 1` (from 1): "equal jitter", half the exponential step
+    /// to all of it, so retries spread out but never collapse to zero.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let exp = self
-            .base
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16))
-            .min(self.max_backoff);
-        let half = exp / 2;
-        let jitter = rand::rng().random_range(0.0..=1.0);
-        half + half.mul_f64(jitter)
+        exponential_backoff(self.base, self.max_backoff, attempt, 0.5..=1.0)
     }
+}
+
+/// The delay after failure number `attempt` (from 1): `base` doubled per earlier failure up to
+/// `max`, times a random factor from `jitter` (so failures together do not retry in lockstep),
+/// never above `max`.
+pub fn exponential_backoff(
+    base: Duration,
+    max: Duration,
+    attempt: u32,
+    jitter: RangeInclusive<f64>,
+) -> Duration {
+    // The shift is capped to stay in range; by 2^20 steps any realistic `base` exceeds `max`.
+    let step = base
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
+        .min(max);
+    step.mul_f64(rand::rng().random_range(jitter)).min(max)
 }
 
 /// Token bucket: `rate` requests per second on average, bursts up to `burst`.

@@ -13,23 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
 /// Parse a PEM bundle: at least one certificate, every certificate block well-formed.
-pub fn parse_pem(pem: &[u8]) -> std::result::Result<Vec<CertificateDer<'static>>, String> {
-    let mut certs = Vec::new();
-    for item in CertificateDer::pem_slice_iter(pem) {
-        certs.push(item.map_err(|e| format!("PEM does not parse: {e}"))?);
-    }
-    if certs.is_empty() {
-        return Err("no PEM certificate found".into());
-    }
-    Ok(certs)
-}
+pub use capo_tls::parse_pem;
 
 /// Trust settings of one session (part of the session-cache key).
 #[derive(Clone, Default)]
@@ -159,18 +148,8 @@ where
     }
 }
 
-/// Makes ring the process-wide rustls crypto provider unless one is already installed.
-///
-/// capo uses ring everywhere (kube's client does too): with a single provider, TLS behaves the
-/// same in every binary and test, and no second crypto library (aws-lc, a C build) is compiled.
-/// reqwest is built without a provider of its own, so it takes the process default installed here.
-pub fn ensure_crypto_provider() {
-    static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        // An error only means another provider was installed first; that one is then used.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+/// Makes ring the process-wide rustls crypto provider (reqwest is built without one of its own).
+pub use capo_tls::ensure_crypto_provider;
 
 /// Build an HTTP client (one connection pool) for these trust settings.
 pub fn build_client(

@@ -14,9 +14,9 @@ pub enum Error {
     /// A seed or state document could not be parsed.
     #[error("invalid seed or state document: {0}")]
     Parse(String),
-    /// Generating or loading TLS material failed.
+    /// Generating the TLS certificate failed.
     #[error("TLS setup: {0}")]
-    Tls(String),
+    Tls(#[from] capo_tls::Error),
 }
 
 /// Result alias for the crate.

@@ -14,7 +14,6 @@ pub mod microversion;
 pub mod network;
 pub mod seed;
 mod server;
-pub mod tls;
 pub mod volume;
 pub mod world;
 
@@ -84,12 +83,15 @@ impl Sim {
     pub async fn start(cfg: SimConfig) -> Result<Sim> {
         let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
         let addr = listener.local_addr()?;
-        let tls = if cfg.tls {
-            Some(tls::generate()?)
+        let (acceptor, ca_pem) = if cfg.tls {
+            let ca = capo_tls::Ca::new("capo-sim CA")?;
+            let leaf = ca.issue("capo-sim", capo_tls::LOOPBACK)?;
+            // HTTP/1.1 only, as the real services' API endpoints offer.
+            (Some(leaf.acceptor(capo_tls::ALPN_HTTP1)?), Some(ca.pem()))
         } else {
-            None
+            (None, None)
         };
-        let scheme = if tls.is_some() { "https" } else { "http" };
+        let scheme = if acceptor.is_some() { "https" } else { "http" };
         let base_url = format!("{scheme}://{addr}");
         let world = match cfg.state_file.as_deref().filter(|p| p.exists()) {
             Some(p) => {
@@ -108,9 +110,11 @@ impl Sim {
             initial_delays: cfg.delays.clone(),
         };
         let app = server::app(shared, control.clone());
-        let (stop, rx) = tokio::sync::watch::channel(false);
-        let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
-        let task = tokio::spawn(server::serve(listener, app, tls.map(|t| t.acceptor), rx));
+        let (stop, mut rx) = tokio::sync::watch::channel(false);
+        let stopped = async move { rx.changed().await };
+        // No drain: tests stop simulators while their clients still pool idle connections.
+        let options = capo_tls::ServeOptions::new("capo-sim");
+        let task = tokio::spawn(capo_tls::serve(listener, acceptor, app, stopped, options));
         Ok(Sim {
             base_url,
             control,

@@ -1,14 +1,9 @@
-//! The HTTP(S) accept loop and the application router.
+//! The application router.
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::Request;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use crate::control::{Control, observe};
@@ -25,9 +20,10 @@ async fn fallback(req: Request) -> Response {
     ApiError::not_found(svc, kind, "The resource could not be found.").into_response()
 }
 
-/// Every service's routes, the control API and the observing middleware.
+/// Every service's routes, the control API and the observing middleware, behind the trailing
+/// slash [`normalize`]r (which must see requests before routing does).
 pub fn app(shared: AppState, ctl: Control) -> Router {
-    Router::new()
+    let routes = Router::new()
         .merge(crate::identity::routes())
         .merge(crate::compute::routes())
         .merge(crate::network::routes())
@@ -40,7 +36,8 @@ pub fn app(shared: AppState, ctl: Control) -> Router {
             shared.clone(),
             observe,
         ))
-        .with_state(shared)
+        .with_state(shared);
+    Router::new().fallback_service(routes.map_request(normalize))
 }
 
 /// Drop a trailing slash (clients use `/compute/v2.1/` and `/compute/v2.1` interchangeably).
@@ -57,48 +54,6 @@ fn normalize<B>(mut req: axum::http::Request<B>) -> axum::http::Request<B> {
         }
     }
     req
-}
-
-/// Serve until `stop` flips; open connections are dropped at shutdown.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut conns = JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            _ = stop.changed() => break,
-            a = listener.accept() => a,
-        };
-        let Ok((stream, _)) = accepted else { continue };
-        let _ = stream.set_nodelay(true);
-        let svc = app
-            .clone()
-            .map_request(|r: axum::http::Request<hyper::body::Incoming>| {
-                normalize(r.map(Body::new))
-            });
-        let hyper_svc = TowerToHyperService::new(svc);
-        let tls = tls.clone();
-        conns.spawn(async move {
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            match tls {
-                Some(acceptor) => {
-                    if let Ok(s) = acceptor.accept(stream).await {
-                        let _ = builder.serve_connection(TokioIo::new(s), hyper_svc).await;
-                    }
-                }
-                None => {
-                    let _ = builder
-                        .serve_connection(TokioIo::new(stream), hyper_svc)
-                        .await;
-                }
-            }
-        });
-        while conns.try_join_next().is_some() {}
-    }
-    conns.abort_all();
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use capo_sim::{Delays, Sim, SimConfig};
+use capo_sim::{Delays, SimConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -45,7 +45,7 @@ async fn microversion_negotiation() {
 
 #[tokio::test]
 async fn server_builds_to_active_with_addresses_and_cleans_up() {
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         delays: Delays {
             server_build_ms: 150,
             ..common::instant()
@@ -137,7 +137,7 @@ async fn invalid_requests_and_injected_no_valid_host() {
 async fn quota_exceeded_is_403() {
     let mut seed = capo_sim::Seed::default();
     seed.quotas.insert("instances".into(), 1);
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         seed,
         delays: common::instant(),
         ..Default::default()

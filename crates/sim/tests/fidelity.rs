@@ -4,7 +4,7 @@
 
 mod common;
 
-use capo_sim::{Delays, Sim, SimConfig};
+use capo_sim::{Delays, SimConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -469,7 +469,7 @@ async fn octavia_refuses_changes_while_pending() {
         lb_delete_ms: 300,
         ..common::instant()
     };
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         delays,
         ..Default::default()
     })
@@ -699,7 +699,7 @@ async fn neutron_pagination_links() {
 async fn nova_errors_and_fault_shapes() {
     let mut seed = capo_sim::Seed::default();
     seed.quotas.insert("instances".into(), 2);
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         seed,
         delays: common::instant(),
         ..Default::default()

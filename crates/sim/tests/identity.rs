@@ -119,7 +119,7 @@ async fn token_method_rescopes_and_other_project_is_refused() {
 
 #[tokio::test]
 async fn expired_tokens_are_rejected() {
-    let sim = capo_sim::Sim::start(capo_sim::SimConfig {
+    let sim = common::start(capo_sim::SimConfig {
         token_ttl_s: 0,
         ..Default::default()
     })

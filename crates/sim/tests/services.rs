@@ -3,7 +3,7 @@
 
 mod common;
 
-use capo_sim::{Delays, FaultSpec, Sim, SimConfig};
+use capo_sim::{Delays, FaultSpec, SimConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ async fn load_balancer_lifecycle_with_children_and_cascade() {
         lb_delete_ms: 20,
         ..common::instant()
     };
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         delays,
         ..Default::default()
     })
@@ -274,7 +274,7 @@ async fn tls_and_state_persistence() {
     let dir = std::env::temp_dir().join(format!("capo-sim-test-{}", std::process::id()));
     let state = dir.join("state.json");
     std::fs::create_dir_all(&dir).unwrap();
-    let sim = Sim::start(SimConfig {
+    let sim = common::start(SimConfig {
         tls: true,
         state_file: Some(state.clone()),
         ..Default::default()
@@ -314,7 +314,7 @@ async fn tls_and_state_persistence() {
     assert_eq!(r.status(), StatusCode::CREATED);
     sim.shutdown().await.unwrap();
     assert!(state.exists());
-    let again = Sim::start(SimConfig {
+    let again = common::start(SimConfig {
         state_file: Some(state.clone()),
         ..Default::default()
     })

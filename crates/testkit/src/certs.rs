@@ -2,13 +2,9 @@
 //! the service-account signing key and an admin bearer token; and the webhook serving
 //! certificates of the Cluster API managers ([`ServingCerts`]).
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
-use rcgen::{
-    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair,
-    KeyUsagePurpose, SanType,
-};
+use capo_tls::{Ca, LOOPBACK};
 
 use crate::error::{Error, Result};
 
@@ -42,10 +38,9 @@ impl std::fmt::Debug for Credentials {
 impl Credentials {
     /// Generates everything and writes the files into `dir`.
     pub fn generate(dir: &Path) -> Result<Self> {
-        let (ca, ca_key) = new_ca("capo-testkit-ca")?;
-        let (serving, serving_key) = loopback_serving(&ca, &ca_key, "kube-apiserver")?;
-
-        let sa_key = KeyPair::generate()?;
+        let ca = Ca::new("capo-testkit-ca")?;
+        let serving = ca.issue("kube-apiserver", LOOPBACK)?;
+        let (sa_key, sa_pub) = capo_tls::signing_key_pem()?;
         let token = random_token();
 
         let creds = Self {
@@ -58,10 +53,10 @@ impl Credentials {
             token,
         };
         write(&dir.join("ca.crt"), &creds.ca_pem)?;
-        write(&creds.serving_cert, &serving.pem())?;
-        write(&creds.serving_key, &serving_key.serialize_pem())?;
-        write(&creds.sa_key, &sa_key.serialize_pem())?;
-        write(&creds.sa_pub, &sa_key.public_key_pem())?;
+        write(&creds.serving_cert, &serving.cert_pem())?;
+        write(&creds.serving_key, &serving.key_pem())?;
+        write(&creds.sa_key, &sa_key)?;
+        write(&creds.sa_pub, &sa_pub)?;
         // Format: token,user,uid,"group,..." — system:masters bypasses RBAC.
         let line = format!("{},capo-admin,capo-admin,\"system:masters\"\n", creds.token);
         write(&creds.token_file, &line)?;
@@ -89,50 +84,17 @@ impl ServingCerts {
     /// missing).
     pub fn generate(dir: &Path, common_name: &str) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
-        let (ca, ca_key) = new_ca(&format!("{common_name}-ca"))?;
-        let (serving, serving_key) = loopback_serving(&ca, &ca_key, common_name)?;
+        let ca = Ca::new(&format!("{common_name}-ca"))?;
+        let serving = ca.issue(common_name, LOOPBACK)?;
         let certs = Self {
             dir: dir.to_path_buf(),
             ca_pem: ca.pem(),
         };
         write(&dir.join("ca.crt"), &certs.ca_pem)?;
-        write(&dir.join("tls.crt"), &serving.pem())?;
-        write(&dir.join("tls.key"), &serving_key.serialize_pem())?;
+        write(&dir.join(capo_tls::CERT_FILE), &serving.cert_pem())?;
+        write(&dir.join(capo_tls::KEY_FILE), &serving.key_pem())?;
         Ok(certs)
     }
-}
-
-/// A self-signed CA certificate and its key.
-fn new_ca(common_name: &str) -> Result<(Certificate, KeyPair)> {
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name = name(common_name);
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let cert = params.self_signed(&key)?;
-    Ok((cert, key))
-}
-
-/// A serving certificate for `localhost` and `127.0.0.1` signed by `ca`, and its key.
-fn loopback_serving(
-    ca: &Certificate,
-    ca_key: &KeyPair,
-    common_name: &str,
-) -> Result<(Certificate, KeyPair)> {
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()])?;
-    params.distinguished_name = name(common_name);
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-    let cert = params.signed_by(&key, ca, ca_key)?;
-    Ok((cert, key))
-}
-
-fn name(common_name: &str) -> DistinguishedName {
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, common_name);
-    dn
 }
 
 /// A random token; it lives as long as one test process and only on 127.0.0.1.

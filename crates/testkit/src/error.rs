@@ -30,8 +30,8 @@ pub enum Error {
         source: std::io::Error,
     },
     /// Certificate or key generation failed.
-    #[error("generating certificates: {0}")]
-    Certs(#[from] rcgen::Error),
+    #[error("test certificates: {0}")]
+    Certs(#[from] capo_tls::Error),
     /// A child process (etcd or kube-apiserver) did not become ready; carries its log tail.
     #[error("{what} did not become ready: {reason}\n--- last lines of {log} ---\n{tail}")]
     NotReady {

@@ -16,15 +16,14 @@
 //! [`router`] is the same HTTP application without TLS, for tests.
 
 mod admission;
-mod error;
 mod kinds;
 mod review;
 mod server;
 mod status;
-mod tls;
 
 pub use admission::TOPOLOGY_DRY_RUN_ANNOTATION;
-pub use error::{Error, Result};
+/// Errors of the server, and the certificate file names it reads.
+pub use capo_tls::{CERT_FILE, Error, KEY_FILE, Result};
 pub use kinds::{WEBHOOKS, Webhook};
 pub use review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, Status, StatusCause,
@@ -33,4 +32,3 @@ pub use review::{
 pub use server::{
     DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer, WebhookServerConfig, router, serve,
 };
-pub use tls::{CERT_FILE, KEY_FILE};

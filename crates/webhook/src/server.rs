@@ -1,5 +1,5 @@
-//! The HTTPS server: rustls (ring) in front of the [`router`], one task per connection,
-//! graceful shutdown that lets in-flight reviews finish.
+//! The HTTPS server: [`capo_tls::serve`] with the [`router`] and the reloading certificate of
+//! the cert directory; shutdown lets in-flight reviews finish.
 
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -13,16 +13,12 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::post;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
+use capo_tls::tokio_rustls::TlsAcceptor;
+use capo_tls::{CertDir, Error, Result, ServeOptions};
+use tokio::net::TcpListener;
 
-use crate::error::{Error, Result};
 use crate::kinds::{WEBHOOKS, Webhook};
 use crate::review::{ADMISSION_V1, ADMISSION_V1BETA1, AdmissionReview};
-use crate::tls::{ReloadingCert, provider};
 
 /// Default webhook port (controller-runtime's and upstream's `--webhook-port`).
 pub const DEFAULT_PORT: u16 = 9443;
@@ -32,10 +28,13 @@ pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// Largest review accepted: an update carries two objects of up to ~1.5 MiB each (etcd's
 /// request limit), plus the review's own fields.
 const MAX_REVIEW_BYTES: usize = 8 << 20;
-/// A client that has not finished its TLS handshake (or a request's headers) by then is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long shutdown waits for in-flight reviews.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that has not sent a request's headers within 10 s is dropped; shutdown waits up to
+/// 10 s for in-flight reviews.
+const SERVE: ServeOptions = ServeOptions {
+    header_timeout: Some(Duration::from_secs(10)),
+    drain: Duration::from_secs(10),
+    ..ServeOptions::new("webhook")
+};
 
 /// Where the webhook server listens and where it finds its certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +110,7 @@ fn handle(hook: &'static Webhook, body: &[u8]) -> Response {
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    cert: Arc<ReloadingCert>,
+    cert: Arc<CertDir>,
     reload_interval: Duration,
 }
 
@@ -127,26 +126,10 @@ impl std::fmt::Debug for WebhookServer {
 impl WebhookServer {
     /// Loads the certificate and binds the listen address.
     pub async fn bind(config: &WebhookServerConfig) -> Result<Self> {
-        let provider = provider();
-        let cert = Arc::new(ReloadingCert::load(&config.cert_dir, provider.clone()).await?);
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|source| Error::Tls {
-                dir: config.cert_dir.clone(),
-                source,
-            })?
-            .with_no_client_auth()
-            .with_cert_resolver(cert.clone());
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let listener = TcpListener::bind(config.addr)
-            .await
-            .map_err(|source| Error::Bind {
-                addr: config.addr,
-                source,
-            })?;
+        let cert = Arc::new(CertDir::load(&config.cert_dir).await?);
         Ok(Self {
-            listener,
-            acceptor: TlsAcceptor::from(Arc::new(tls)),
+            acceptor: capo_tls::acceptor(cert.clone(), capo_tls::ALPN_H2_HTTP1)?,
+            listener: capo_tls::bind(config.addr).await?,
             cert,
             reload_interval: config.reload_interval,
         })
@@ -160,66 +143,11 @@ impl WebhookServer {
     /// Serves until `shutdown` completes, then waits (up to 10 s) for in-flight reviews.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let reload = tokio::spawn(self.cert.clone().watch(self.reload_interval));
-        let app = router();
-        let graceful = GracefulShutdown::new();
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                () = &mut shutdown => break,
-                accepted = self.listener.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        let conn = serve_connection(
-                            self.acceptor.clone(), stream, app.clone(), graceful.watcher(),
-                        );
-                        tokio::spawn(async move {
-                            if let Err(err) = conn.await {
-                                tracing::debug!(%peer, %err, "webhook connection ended with an error");
-                            }
-                        });
-                    }
-                    // Running out of file descriptors and the like pass; do not spin meanwhile.
-                    Err(err) => {
-                        tracing::warn!(%err, "accepting a webhook connection failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                },
-            }
-        }
+        let tls = Some(self.acceptor);
+        capo_tls::serve(self.listener, tls, router(), shutdown, SERVE).await;
         reload.abort();
-        if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("webhook connections still open after the drain timeout; dropping them");
-        }
         Ok(())
     }
-}
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Handshake, then HTTP/1.1 or HTTP/2 on one connection, tracked by the shutdown watcher.
-async fn serve_connection(
-    acceptor: TlsAcceptor,
-    stream: TcpStream,
-    app: Router,
-    watcher: Watcher,
-) -> Result<(), BoxError> {
-    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
-        .await
-        .map_err(|_| "TLS handshake timed out")??;
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    // Without a timer hyper enforces no timeouts; with it, a client that opens a request and
-    // never finishes its headers is dropped instead of holding the connection forever.
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HANDSHAKE_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
-    let conn = builder
-        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
-        .into_owned();
-    watcher.watch(conn).await
 }
 
 /// Loads the certificate, listens on `config.addr` and serves the webhooks until `shutdown`

@@ -9,13 +9,13 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use capo_tls::rustls::pki_types::pem::PemObject;
+use capo_tls::rustls::pki_types::{CertificateDer, ServerName};
+use capo_tls::rustls::{self, RootCertStore};
+use capo_tls::tokio_rustls::{self, TlsConnector};
 use capo_webhook::{Error, KEY_FILE, WebhookServer, WebhookServerConfig};
-use rustls::RootCertStore;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
 use common::Pki;
 

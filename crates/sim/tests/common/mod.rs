@@ -18,12 +18,18 @@ pub fn instant() -> Delays {
 
 /// Start a simulator with instant transitions.
 pub async fn sim() -> Sim {
-    Sim::start(SimConfig {
+    start(SimConfig {
         delays: instant(),
         ..SimConfig::default()
     })
     .await
     .unwrap()
+}
+
+/// Start a simulator; installs ring as the crypto provider the tests' reqwest clients need.
+pub async fn start(config: SimConfig) -> capo_sim::Result<Sim> {
+    capo_tls::ensure_crypto_provider();
+    Sim::start(config).await
 }
 
 /// An authenticated client for one project.

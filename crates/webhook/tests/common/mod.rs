@@ -5,56 +5,34 @@
 
 pub mod apiserver;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
+use capo_tls::{Ca, LOOPBACK};
 use capo_webhook::{CERT_FILE, KEY_FILE, WebhookServer, WebhookServerConfig};
-use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, KeyPair, KeyUsagePurpose,
-    SanType,
-};
 
 /// A CA that signs serving certificates.
 pub struct Pki {
     /// The CA certificate (PEM), for clients' trust (the webhook configuration's caBundle).
     pub ca_pem: String,
-    ca: rcgen::Certificate,
-    ca_key: KeyPair,
-}
-
-fn name(common_name: &str) -> DistinguishedName {
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, common_name);
-    dn
+    ca: Ca,
 }
 
 impl Pki {
     /// A new CA.
     pub fn new() -> Self {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name = name("capo-webhook-test-ca");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let ca = params.self_signed(&ca_key).unwrap();
+        let ca = Ca::new("capo-webhook-test-ca").unwrap();
         Self {
             ca_pem: ca.pem(),
             ca,
-            ca_key,
         }
     }
 
     /// A serving certificate for 127.0.0.1 and `localhost`: `(cert PEM, key PEM, cert DER)`.
     pub fn serving(&self, common_name: &str) -> (String, String, Vec<u8>) {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-        params.distinguished_name = name(common_name);
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        let cert = params.signed_by(&key, &self.ca, &self.ca_key).unwrap();
-        (cert.pem(), key.serialize_pem(), cert.der().to_vec())
+        let leaf = self.ca.issue(common_name, LOOPBACK).unwrap();
+        (leaf.cert_pem(), leaf.key_pem(), leaf.cert_der().to_vec())
     }
 
     /// Writes a fresh serving pair into `dir`; returns the certificate's DER.

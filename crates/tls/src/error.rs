@@ -1,11 +1,12 @@
-//! The crate's single error type: what can stop the webhook server.
+//! The crate's single error type.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Result alias of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Why the webhook server could not start or stopped.
+/// Why a server could not start, or a certificate could not be made or loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading a certificate or key file failed.
@@ -24,7 +25,7 @@ pub enum Error {
         /// What is wrong with it (never the key material).
         message: String,
     },
-    /// rustls refused the certificate/key pair (e.g. the key does not match the certificate).
+    /// rustls refused the certificate/key pair of a directory (e.g. the key does not match).
     #[error("loading the serving certificate from {dir}: {source}")]
     Tls {
         /// The certificate directory.
@@ -32,11 +33,17 @@ pub enum Error {
         /// The rustls error.
         source: rustls::Error,
     },
+    /// rustls refused a generated certificate or the server configuration.
+    #[error("TLS configuration: {0}")]
+    Config(#[from] rustls::Error),
+    /// Generating a key or certificate failed.
+    #[error("generating a certificate: {0}")]
+    Generate(#[from] rcgen::Error),
     /// Binding the listen address failed.
     #[error("listening on {addr}: {source}")]
     Bind {
         /// The address.
-        addr: std::net::SocketAddr,
+        addr: SocketAddr,
         /// The underlying error.
         source: std::io::Error,
     },

@@ -1,5 +1,5 @@
-//! The serving certificate: read from `tls.crt`/`tls.key` in the cert directory and re-read
-//! when the files change, so a certificate rotated by cert-manager is served without a restart.
+//! A serving certificate read from `tls.crt`/`tls.key` in a directory and re-read when the files
+//! change, so a certificate rotated by cert-manager is served without a restart.
 //!
 //! Kubelet updates a mounted Secret by swapping a symlink, which file watchers see unreliably;
 //! comparing the files' bytes on a short interval is simple and always right. A pair that does
@@ -11,10 +11,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
+use rustls::pki_types::PrivateKeyDer;
+use rustls::pki_types::pem::PemObject;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::{Error, Result};
 
@@ -23,11 +23,6 @@ pub const CERT_FILE: &str = "tls.crt";
 /// File name of the serving key (PEM) in the cert directory.
 pub const KEY_FILE: &str = "tls.key";
 
-/// The ring provider: capo uses ring everywhere, so no second crypto library is linked.
-pub(crate) fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The raw bytes of the two files, to notice changes.
 #[derive(Clone, PartialEq, Eq)]
 struct Pair {
@@ -35,13 +30,14 @@ struct Pair {
     key: Vec<u8>,
 }
 
-/// Serves the most recently loaded certificate and reloads it from its directory.
+/// Serves the most recently loaded certificate of a directory (a rustls certificate resolver)
+/// and reloads it from there ([`CertDir::watch`]).
 #[derive(Debug)]
-pub(crate) struct ReloadingCert {
+pub struct CertDir {
     dir: PathBuf,
     provider: Arc<CryptoProvider>,
     current: RwLock<Arc<CertifiedKey>>,
-    /// The files as loaded by [`ReloadingCert::load`]: the watcher compares against them, so a
+    /// The files as loaded by [`CertDir::load`]: the watcher compares against them, so a
     /// rotation between loading and the watcher's start is not missed.
     loaded: Pair,
 }
@@ -52,9 +48,10 @@ impl std::fmt::Debug for Pair {
     }
 }
 
-impl ReloadingCert {
+impl CertDir {
     /// Loads the pair from `dir`; fails if it is missing or unusable.
-    pub(crate) async fn load(dir: &Path, provider: Arc<CryptoProvider>) -> Result<Self> {
+    pub async fn load(dir: &Path) -> Result<Self> {
+        let provider = crate::provider();
         let pair = read_pair(dir).await?;
         let key = certified_key(dir, &pair, &provider)?;
         Ok(Self {
@@ -67,14 +64,14 @@ impl ReloadingCert {
 
     /// Re-reads the files every `interval` and swaps in a changed, valid pair. Runs until the
     /// task is dropped.
-    pub(crate) async fn watch(self: Arc<Self>, interval: Duration) {
+    pub async fn watch(self: Arc<Self>, interval: Duration) {
         let mut last = self.loaded.clone();
         loop {
             tokio::time::sleep(interval).await;
             let pair = match read_pair(&self.dir).await {
                 Ok(pair) => pair,
                 Err(err) => {
-                    tracing::warn!(%err, "webhook serving certificate unreadable; keeping the previous one");
+                    tracing::warn!(%err, "serving certificate unreadable; keeping the previous one");
                     continue;
                 }
             };
@@ -84,20 +81,20 @@ impl ReloadingCert {
             match certified_key(&self.dir, &pair, &self.provider) {
                 Ok(key) => {
                     *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(key);
-                    tracing::info!(dir = %self.dir.display(), "webhook serving certificate reloaded");
+                    tracing::info!(dir = %self.dir.display(), "serving certificate reloaded");
                     last = pair;
                 }
                 // Typically caught between writing the certificate and the key; the next
                 // round sees the complete pair (`last` is not updated, so it is retried).
                 Err(err) => {
-                    tracing::warn!(%err, "new webhook serving certificate not usable yet; keeping the previous one");
+                    tracing::warn!(%err, "new serving certificate not usable yet; keeping the previous one");
                 }
             }
         }
     }
 }
 
-impl ResolvesServerCert for ReloadingCert {
+impl ResolvesServerCert for CertDir {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         // A poisoned lock still holds a complete Arc (the writer only assigns it).
         Some(
@@ -129,12 +126,7 @@ fn certified_key(dir: &Path, pair: &Pair, provider: &CryptoProvider) -> Result<C
         path: dir.join(name),
         message,
     };
-    let chain = CertificateDer::pem_slice_iter(&pair.cert)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| pem_error(CERT_FILE, format!("bad PEM: {e}")))?;
-    if chain.is_empty() {
-        return Err(pem_error(CERT_FILE, "no certificate found".to_owned()));
-    }
+    let chain = crate::parse_pem(&pair.cert).map_err(|message| pem_error(CERT_FILE, message))?;
     // The parse error is reported without the file's contents: they are a private key.
     let key = PrivateKeyDer::from_pem_slice(&pair.key)
         .map_err(|_| pem_error(KEY_FILE, "no usable private key found".to_owned()))?;
