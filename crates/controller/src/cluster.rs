@@ -156,7 +156,7 @@ impl Reconciled for OpenStackCluster {
         let name = cluster
             .as_ref()
             .map(|c| c.name_any())
-            .or_else(|| owner_cluster_name(osc))
+            .or_else(|| osc.cluster_name())
             .unwrap_or_default();
         Ok(Owners::Found(ClusterOwners { cluster, name }))
     }

@@ -96,12 +96,7 @@ fn machines_of_cluster(
     osc: &OpenStackCluster,
 ) -> Vec<ObjectRef<OpenStackMachine>> {
     let ns = osc.namespace();
-    let Some(cluster) = osc.labels().get(CLUSTER_NAME_LABEL).cloned().or_else(|| {
-        osc.owner_references()
-            .iter()
-            .find(|r| r.kind == "Cluster")
-            .map(|r| r.name.clone())
-    }) else {
+    let Some(cluster) = osc.cluster_name() else {
         return Vec::new();
     };
     store
