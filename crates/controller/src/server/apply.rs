@@ -364,22 +364,11 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
         !scope.status.addresses.is_empty() && scope.status.instance_id.as_deref() == Some(id);
     scope.status.ready = false;
     scope.status.instance_state = Some("ERROR".into());
-    if was_active {
-        scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
-        scope.flush().await?;
-        scope
-            .event(
-                EventType::Warning,
-                INSTANCE_STATE_ERROR,
-                "Reconcile",
-                Some(message),
-            )
-            .await;
-        return Ok(Action::requeue(scope.ctx.options.slow_retry));
+    if !was_active {
+        // Forget the failed server: the next attempt creates a new one (found by name while it
+        // is still going away, and then reported the same way).
+        scope.status.instance_id = None;
     }
-    // Forget the failed server: the next attempt creates a new one (found by name while it is
-    // still going away, and then reported the same way).
-    scope.status.instance_id = None;
     scope.set_instance(State::error(INSTANCE_STATE_ERROR, message.clone()));
     scope.flush().await?;
     scope
@@ -390,6 +379,9 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
             Some(message),
         )
         .await;
+    if was_active {
+        return Ok(Action::requeue(scope.ctx.options.slow_retry));
+    }
     match instance::delete_server(s, id).await {
         Ok(()) => tracing::info!(%id, "deleted failed server; retrying later"),
         Err(e) => tracing::warn!(%id, error = %e, "could not delete failed server; retrying later"),
