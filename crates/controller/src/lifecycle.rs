@@ -270,6 +270,29 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         self.flush().await
     }
 
+    /// Report a step under way on `condition` (and on Ready while the object was never
+    /// provisioned) and requeue at the pending pace, backing off while the same wait lasts.
+    pub async fn waiting(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
+        self.set(condition, State::info(reason, why.clone()));
+        if !K::provisioned(&self.status) {
+            self.set(condition_types::READY, State::info(reason, why));
+        }
+        self.flush().await?;
+        Ok(Action::requeue(self.ctx.pending_delay(&self.key(), reason)))
+    }
+
+    /// Report a failure only the operator can fix (a load balancer in ERROR) as errors on
+    /// `condition` and Ready, with one Warning event, and retry slowly: the cloud will not
+    /// change by itself.
+    pub async fn stuck(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
+        self.set(condition, State::error(reason, why.clone()));
+        self.set(condition_types::READY, State::error(reason, why.clone()));
+        self.flush().await?;
+        self.event(EventType::Warning, reason, "Reconcile", Some(why))
+            .await;
+        Ok(Action::requeue(self.ctx.options.slow_retry))
+    }
+
     /// Report a deletion in progress on Ready and requeue: soon at first, backing off while it
     /// lasts (Nova can take minutes to delete a server; a cluster waits for its machines).
     async fn deleting(&mut self, why: String) -> Result<Action> {

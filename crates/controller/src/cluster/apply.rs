@@ -35,10 +35,14 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     match reconcile_endpoint(scope, &s).await? {
         Progress::Done(()) => {}
         Progress::Waiting(why) => {
-            return wait(scope, API_ENDPOINT_READY, "LoadBalancerNotReady", why).await;
+            return scope
+                .waiting(API_ENDPOINT_READY, "LoadBalancerNotReady", why)
+                .await;
         }
         Progress::Stuck(why) => {
-            return stuck(scope, API_ENDPOINT_READY, "LoadBalancerFailed", why).await;
+            return scope
+                .stuck(API_ENDPOINT_READY, "LoadBalancerFailed", why)
+                .await;
         }
     }
     reconcile_failure_domains(scope, &s).await?;
@@ -46,25 +50,21 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     match super::extensions::reconcile_cloud(scope, &s).await? {
         Progress::Done(()) => {}
         Progress::Waiting(why) => {
-            return wait(
-                scope,
-                super::extensions::EXTENSIONS_READY,
-                "IngressNotReady",
-                why,
-            )
-            .await;
+            return scope
+                .waiting(super::extensions::EXTENSIONS_READY, "IngressNotReady", why)
+                .await;
         }
         // Octavia does not leave ERROR by itself: the cluster is not provisioned until the
         // operator deletes the load balancer (capo then builds a new one).
         Progress::Stuck(why) => {
             let why = format!("{why}; delete it and capo creates a new one");
-            return stuck(
-                scope,
-                super::extensions::EXTENSIONS_READY,
-                "IngressLoadBalancerFailed",
-                why,
-            )
-            .await;
+            return scope
+                .stuck(
+                    super::extensions::EXTENSIONS_READY,
+                    "IngressLoadBalancerFailed",
+                    why,
+                )
+                .await;
         }
     }
     if !scope.status.ready {
@@ -101,32 +101,4 @@ async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Ac
     let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&key, fp, verified);
     Ok(Action::requeue(scope.ctx.options.sync_period))
-}
-
-/// A failure only the operator can fix: `condition` and Ready say so as errors, one Warning
-/// event, and a slow retry (the cloud will not change by itself).
-async fn stuck(
-    scope: &mut Scope<'_>,
-    condition: &str,
-    reason: &str,
-    why: String,
-) -> Result<Action> {
-    scope.set(condition, State::error(reason, why.clone()));
-    scope.set(READY, State::error(reason, why.clone()));
-    scope.flush().await?;
-    scope
-        .event(EventType::Warning, reason, "Reconcile", Some(why))
-        .await;
-    Ok(Action::requeue(scope.ctx.options.slow_retry))
-}
-
-async fn wait(scope: &mut Scope<'_>, condition: &str, reason: &str, why: String) -> Result<Action> {
-    scope.set(condition, State::info(reason, why.clone()));
-    if !scope.status.ready {
-        scope.set(READY, State::info(reason, why));
-    }
-    scope.flush().await?;
-    Ok(Action::requeue(
-        scope.ctx.pending_delay(&scope.key(), reason),
-    ))
 }

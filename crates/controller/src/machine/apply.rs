@@ -232,18 +232,10 @@ async fn reconcile_ingress(
             scope.set(cond, State::True);
             Ok(None)
         }
-        Progress::Waiting(why) => {
-            scope.set(cond, State::info("Progressing", why.clone()));
-            scope.set(READY, State::info("Progressing", why));
-            scope.flush().await?;
-            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
-        }
+        Progress::Waiting(why) => Ok(Some(scope.waiting(cond, "Progressing", why).await?)),
         Progress::Stuck(why) => {
             let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
-            scope.set(cond, State::error(reason, why.clone()));
-            scope.set(READY, State::error(reason, why));
-            scope.flush().await?;
-            Ok(Some(Action::requeue(scope.ctx.options.slow_retry)))
+            Ok(Some(scope.stuck(cond, reason, why).await?))
         }
     }
 }

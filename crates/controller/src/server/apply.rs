@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
-use capo_api::constants::condition_types::{
-    FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY, READY,
-};
+use capo_api::constants::condition_types::{FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY};
 use capo_api::v1beta1::{
     MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
     TypedLocalObjectReference,
@@ -66,7 +64,9 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
                 scope.flush().await?;
                 r
             }
-            Progress::Waiting(why) | Progress::Stuck(why) => return wait(scope, why).await,
+            Progress::Waiting(why) | Progress::Stuck(why) => {
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
+            }
         },
     };
     let recorded = scope.status.instance_id.clone().filter(|i| !i.is_empty());
@@ -75,7 +75,9 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         Some(_) => ServerRequest::default(),
         None => match prepare(scope, &s, &resolved).await? {
             Progress::Done(req) => req,
-            Progress::Waiting(why) | Progress::Stuck(why) => return wait(scope, why).await,
+            Progress::Waiting(why) | Progress::Stuck(why) => {
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
+            }
         },
     };
     match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
@@ -311,13 +313,9 @@ async fn pool_address(
         }
         Progress::Waiting(why) | Progress::Stuck(why) => {
             scope.status.ready = false;
-            scope.set(
-                FLOATING_ADDRESS_FROM_POOL_READY,
-                State::info("WaitingForIPAddress", why.clone()),
-            );
-            scope.set(READY, State::info("WaitingForIPAddress", why));
-            scope.flush().await?;
-            Ok(Some(Action::requeue(scope.ctx.options.requeue_pending)))
+            let waiting =
+                scope.waiting(FLOATING_ADDRESS_FROM_POOL_READY, "WaitingForIPAddress", why);
+            Ok(Some(waiting.await?))
         }
     }
 }
@@ -335,21 +333,15 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
     scope.status.ready = false;
     if state == "BUILD" {
         scope.status.instance_state = Some(state);
-        return wait(scope, reason).await;
+        return scope
+            .waiting(INSTANCE_READY, INSTANCE_NOT_READY, reason)
+            .await;
     }
     scope.ctx.forget_converged(&scope.key());
     scope.status.instance_state = Some(state);
     scope.set_instance(State::warning(INSTANCE_NOT_READY, reason));
     scope.flush().await?;
     Ok(Action::requeue(scope.ctx.options.slow_retry))
-}
-
-async fn wait(scope: &mut Scope<'_>, why: String) -> Result<Action> {
-    scope.set_instance(State::info(INSTANCE_NOT_READY, why));
-    scope.flush().await?;
-    Ok(Action::requeue(
-        scope.ctx.pending_delay(&scope.key(), "BUILD"),
-    ))
 }
 
 /// The server went to ERROR (NoValidHost, quota, ...): report Nova's fault, delete the failed
