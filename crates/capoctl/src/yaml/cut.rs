@@ -14,8 +14,7 @@ use std::ops::Range;
 
 use super::{Document, Node, Scalar, Style, Token};
 
-/// A change made while cutting.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A change made while cutting. No `Debug`: it carries the password.
 pub enum Edit {
     /// Write the text in place of the source characters in the range (an insertion when empty).
     Replace(Range<usize>, String),
