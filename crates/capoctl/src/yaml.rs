@@ -266,12 +266,14 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
             Event::Scalar(value, style, anchor, _) => {
                 let mut pos = Pos::from(span);
                 let quote = match style {
-                    Style::SingleQuoted => '\'',
-                    Style::DoubleQuoted => '"',
-                    _ => ' ',
+                    Style::SingleQuoted => Some('\''),
+                    Style::DoubleQuoted => Some('"'),
+                    _ => None,
                 };
-                if self.chars.get(pos.start) == Some(&quote) {
-                    pos.end = pos.end.min(quoted_end(&self.chars, pos.start, quote));
+                // The span starts at a tag or anchor if there is one.
+                let open = quote.and_then(|q| (pos.start..pos.end).find(|&i| self.chars[i] == q));
+                if let (Some(q), Some(open)) = (quote, open) {
+                    pos.end = pos.end.min(quoted_end(&self.chars, open, q));
                 }
                 let block = matches!(style, Style::Literal | Style::Folded);
                 let breaks = value.len() - value.trim_end_matches('\n').len();

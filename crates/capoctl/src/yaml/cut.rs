@@ -493,6 +493,7 @@ mod tests {
             assert_eq!(roundtrip(line), format!("{line}\n"));
         }
         assert_eq!(roundtrip("a:   'x'    #   c  "), "a: 'x' #   c\n");
+        assert_eq!(roundtrip("a: !!str \"x\"  # c"), "a: !!str \"x\" # c\n");
     }
 
     #[test]
