@@ -11,7 +11,7 @@ pub enum Error {
         /// `vars.yaml` or `inventory.yaml`.
         document: &'static str,
         /// The serializer's error.
-        source: serde_yaml::Error,
+        source: yaml_serde::Error,
     },
     /// Two hosts of the inventory would share one name (Ansible would merge them silently).
     #[error("inventory host name {0:?} is used twice")]

@@ -136,7 +136,7 @@ pub fn render_inventory(facts: &ClusterFacts) -> Result<String> {
     let doc = Inventory {
         all: All { hosts, children },
     };
-    serde_yaml::to_string(&doc).map_err(|source| Error::Render {
+    yaml_serde::to_string(&doc).map_err(|source| Error::Render {
         document: crate::INVENTORY_KEY,
         source,
     })

@@ -1,9 +1,9 @@
 use super::*;
 use crate::test_fixtures::{full, host};
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 fn parsed(facts: &ClusterFacts) -> Value {
-    serde_yaml::from_str(&render_inventory(facts).unwrap()).unwrap()
+    yaml_serde::from_str(&render_inventory(facts).unwrap()).unwrap()
 }
 
 fn members(inv: &Value, group: &str) -> Vec<String> {

@@ -169,7 +169,7 @@ pub fn render_vars(facts: &ClusterFacts) -> Result<String> {
         flannel_interface: facts.flannel_interface.as_deref(),
         node_resources: node_resources(&facts.hosts),
     };
-    serde_yaml::to_string(&doc).map_err(|source| Error::Render {
+    yaml_serde::to_string(&doc).map_err(|source| Error::Render {
         document: crate::VARS_KEY,
         source,
     })

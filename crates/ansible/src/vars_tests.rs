@@ -1,17 +1,17 @@
 use super::*;
 use crate::test_fixtures::{full, host};
 use crate::{BastionFacts, Role};
-use serde_yaml::Value;
+use yaml_serde::Value;
 
-fn parsed(facts: &ClusterFacts) -> serde_yaml::Mapping {
+fn parsed(facts: &ClusterFacts) -> yaml_serde::Mapping {
     let text = render_vars(facts).unwrap();
-    match serde_yaml::from_str(&text).unwrap() {
+    match yaml_serde::from_str(&text).unwrap() {
         Value::Mapping(m) => m,
         other => panic!("vars.yaml is not a mapping: {other:?}"),
     }
 }
 
-fn get<'a>(vars: &'a serde_yaml::Mapping, key: &str) -> &'a Value {
+fn get<'a>(vars: &'a yaml_serde::Mapping, key: &str) -> &'a Value {
     vars.get(key).unwrap_or_else(|| panic!("{key} missing"))
 }
 

@@ -53,7 +53,7 @@ pub fn render_yaml(crd: &CustomResourceDefinition) -> String {
         Err(e) => return format!("# CRD rendering failed: {e}\n"),
     };
     integral_floats_to_ints(&mut value);
-    match serde_yaml::to_string(&value) {
+    match yaml_serde::to_string(&value) {
         Ok(body) => format!("---\n{body}"),
         // Serializing plain data structs into a String cannot fail; keep a visible marker anyway
         // so a broken file is caught by the drift test instead of a panic.

@@ -88,7 +88,7 @@ fn substitute(text: &str) -> String {
 }
 
 fn yaml_documents(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
+    yaml_serde::Deserializer::from_str(text)
         .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("bad YAML: {e}")))
         .filter(|v| !v.is_null())
         .collect()
@@ -103,7 +103,7 @@ fn upstream_schema(kind: &str) -> Value {
         .join("upstream-crds")
         .join(format!("infrastructure.cluster.x-k8s.io_{plural}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let crd: Value = serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let crd: Value = yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     crd.pointer("/spec/versions/0/schema/openAPIV3Schema")
         .cloned()
         .unwrap_or(Value::Null)

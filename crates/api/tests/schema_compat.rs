@@ -54,7 +54,7 @@ fn manifest_dir() -> PathBuf {
 fn load_yaml(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))
 }
 
 /// One schema node found at a property path, with whether its parent lists it as required.

@@ -3,26 +3,28 @@
 //! field counts as unset when that text is empty or `null`, exactly as the scripts test it.
 //!
 //! Why not `capo_openstack::credentials::CloudsYaml`: it is a typed serde model of the keys a
-//! controller needs. These commands must re-emit the whole entry (unknown keys included) with its
-//! quoting styles, and print scalars as source text (`password: 0x1F` is the text `0x1F`, not 31),
-//! neither of which a typed model keeps.
+//! controller needs. These commands must copy the whole entry (unknown keys, quoting styles and
+//! comments included), and print scalars as source text (`password: 0x1F` is the text `0x1F`,
+//! not 31), neither of which a typed model keeps.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::yaml::{self, Node};
+use crate::yaml::{self, Document, Node, Scalar};
 
 /// One cloud entry of a clouds.yaml file.
 #[derive(Debug)]
 pub struct Cloud {
     /// The cloud's name (the key under `clouds:`).
     pub name: String,
+    /// The entry's key.
+    pub key: Scalar,
     /// The entry's node.
     pub entry: Node,
     /// The file it came from, for messages.
     pub path: PathBuf,
-    /// The comments inside the entry, which yq copies when it re-emits it.
-    pub comments: yaml::Comments,
+    /// The parsed file, whose text the entry is cut from.
+    pub doc: Document,
 }
 
 /// Read `path` and select the entry `name`.
@@ -41,24 +43,24 @@ pub fn select(text: &str, path: &Path, name: &str) -> Result<Cloud> {
         field: field.to_string(),
         problem,
     };
-    let doc = yaml::parse(text)
-        .map_err(|e| Error::Syntax {
-            path: path.to_path_buf(),
-            reason: e.reason,
-            line: e.line,
-            column: e.column,
-        })?
-        .ok_or_else(|| field("clouds", "is missing (the file is empty)"))?;
-    if !matches!(doc, Node::Map { .. }) {
+    let doc = yaml::parse(text).map_err(|e| Error::Syntax {
+        path: path.to_path_buf(),
+        reason: e.reason,
+        line: e.line,
+        column: e.column,
+    })?;
+    let root =
+        (doc.root.as_ref()).ok_or_else(|| field("clouds", "is missing (the file is empty)"))?;
+    if !matches!(root, Node::Map { .. }) {
         return Err(field("top level", "is not a mapping"));
     }
-    let clouds = doc
+    let clouds = root
         .get("clouds")
         .ok_or_else(|| field("clouds", "is missing"))?;
     let Node::Map { entries, .. } = clouds else {
         return Err(field("clouds", "is not a mapping"));
     };
-    let entry = clouds.get(name).ok_or_else(|| Error::UnknownCloud {
+    let (key, entry) = clouds.entry(name).ok_or_else(|| Error::UnknownCloud {
         path: path.to_path_buf(),
         name: name.to_string(),
         available: entries
@@ -71,26 +73,11 @@ pub fn select(text: &str, path: &Path, name: &str) -> Result<Cloud> {
     }
     Ok(Cloud {
         name: name.to_string(),
+        key: key.clone(),
         entry: entry.clone(),
         path: path.to_path_buf(),
-        comments: entry_comments(text, entries, name),
+        doc,
     })
-}
-
-/// The comments between the entry's key and the next cloud's key.
-fn entry_comments(text: &str, clouds: &[(Node, Node)], name: &str) -> yaml::Comments {
-    let found = clouds.iter().enumerate().find_map(|(i, (k, v))| match k {
-        Node::Scalar(s) if s.value == name => Some((i, s, v)),
-        _ => None,
-    });
-    let Some((i, key, entry)) = found else {
-        return yaml::Comments::default();
-    };
-    let end = clouds
-        .get(i + 1)
-        .and_then(|(k, _)| k.as_scalar())
-        .map_or(usize::MAX, |s| s.line);
-    yaml::collect_comments(text, entry, key, end)
 }
 
 impl Cloud {
@@ -103,14 +90,14 @@ impl Cloud {
 
     /// The printed text, unset cases included (missing prints `null`, like yq).
     pub fn raw_field(&self, path: &[&str]) -> String {
-        let mut node = Some(&self.entry);
+        let mut node = Some((&self.key, &self.entry));
         for key in path {
-            node = node.and_then(|n| n.get(key));
+            node = node.and_then(|(_, n)| n.entry(key));
         }
         let text = match node {
             None => "null".to_string(),
-            Some(Node::Scalar(s)) => s.value.clone(),
-            Some(other) => yaml::emit_document(other),
+            Some((_, Node::Scalar(s))) => s.value.clone(),
+            Some((key, value)) => yaml::cut::cut(&self.doc, key, value, 0, None, None),
         };
         // Command substitution drops trailing newlines.
         text.trim_end_matches('\n').to_string()

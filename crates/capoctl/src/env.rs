@@ -1,8 +1,8 @@
 //! `capoctl env`: the variables upstream's `templates/env.rc` exports for `clusterctl`, computed
 //! without yq.
 //!
-//! `OPENSTACK_CLOUD_YAML_B64` is the selected entry re-emitted under `clouds.<name>` the way yq
-//! prints it, with `auth.password` set to the effective password (the entry's, else
+//! `OPENSTACK_CLOUD_YAML_B64` is the selected entry, cut out of the file, under `clouds.<name>`
+//! as yq prints it, with `auth.password` set to the effective password (the entry's, else
 //! `$OS_PASSWORD`). env.rc sets it with yq's `env()`, which re-reads the password as YAML: a
 //! password that survives that unchanged (the normal case) is written exactly as upstream writes
 //! it; one that would not (leading/trailing spaces, `a: b`, `*x`, `~`, ...) is written as a
@@ -14,7 +14,8 @@ use base64::engine::general_purpose::STANDARD;
 use crate::cloud_conf::{self, Flavor};
 use crate::clouds::Cloud;
 use crate::error::{Error, Result};
-use crate::yaml::{self, Node, Scalar, Style};
+use crate::yaml::cut::{self, Edit};
+use crate::yaml::{self, Ctx, Node, Style};
 
 /// Where env.rc points the CCM at the CA bundle it ships as `OPENSTACK_CLOUD_CACERT_B64`.
 const CA_FILE_IN_CLUSTER: &str = "/etc/certs/cacert";
@@ -69,83 +70,60 @@ pub fn compute(cloud: &Cloud, os_password: Option<&str>) -> Result<EnvVars> {
     })
 }
 
-/// The entry alone under `clouds.<name>`, password set, as yq emits it.
+/// The entry alone under `clouds.<name>`, password set, as yq emits it: the entry's text cut
+/// from the file and re-indented.
 pub fn selected_cloud_yaml(cloud: &Cloud, password: Option<&str>) -> Result<String> {
-    let mut entry = cloud.entry.clone();
-    if let Some(pw) = password {
-        set_password(&mut entry, pw).map_err(|problem| Error::Field {
-            path: cloud.path.clone(),
-            field: format!("clouds.{}.auth", cloud.name),
-            problem,
-        })?;
-    }
-    let wrapped = Node::Map {
-        flow: false,
-        entries: vec![(
-            Node::plain("clouds"),
-            Node::Map {
-                flow: false,
-                entries: vec![(key_node(&cloud.name), entry)],
-            },
-        )],
+    let problem = |field: String, problem| Error::Field {
+        path: cloud.path.clone(),
+        field,
+        problem,
     };
-    Ok(yaml::emit_with_comments(&wrapped, &cloud.comments))
-}
-
-/// yq's `.auth.password = env(PASSWORD)`: creates `auth` and `password` at the end when missing.
-fn set_password(entry: &mut Node, pw: &str) -> Result<(), &'static str> {
-    if entry.get("auth").is_none()
-        && let Node::Map { entries, .. } = entry
-    {
-        entries.push((
-            Node::plain("auth"),
-            Node::Map {
-                flow: false,
-                entries: Vec::new(),
-            },
+    let doc = &cloud.doc;
+    if !cut::stands_alone(doc, &cloud.key, &cloud.entry) {
+        return Err(problem(
+            format!("clouds.{}", cloud.name),
+            "uses an anchor defined outside it (inline the values)",
         ));
     }
-    let Some(Node::Map { entries, .. }) = entry.get_mut("auth") else {
-        return Err("is not a mapping");
+    let edit = match password {
+        Some(pw) => Some(password_edit(cloud, pw).map_err(|(f, p)| problem(f, p))?),
+        None => None,
     };
-    let slot = entries
-        .iter_mut()
-        .find(|(k, _)| matches!(k, Node::Scalar(s) if s.value == "password"));
-    let old_style = match &slot {
-        Some((_, Node::Scalar(s))) => Some(s.style),
-        _ => None,
+    let name = yaml::render_string(&cloud.name, Style::Plain, Ctx::Key);
+    let entry = cut::cut(doc, &cloud.key, &cloud.entry, 4, Some(&name), edit.as_ref());
+    Ok(format!("clouds:\n{entry}"))
+}
+
+/// yq's `.auth.password = strenv(PASSWORD)`: the new value keeps the replaced one's quote style
+/// (a plain or new one is written plain when that reads back as the same string); `auth` and
+/// `password` are added at the end when missing.
+fn password_edit(cloud: &Cloud, pw: &str) -> Result<Edit, (String, &'static str)> {
+    let ctx = |map: &Node| if map.is_flow() { Ctx::Flow } else { Ctx::Block };
+    let value = |style, map| yaml::render_string(pw, style, ctx(map));
+    let auth_field = || format!("clouds.{}.auth", cloud.name);
+    let Some((auth_key, auth)) = cloud.entry.own("auth") else {
+        let pw = value(Style::Plain, &cloud.entry);
+        let lines = vec!["auth:".into(), format!("  password: {pw}")];
+        let flow = cut::insert_in_flow(&cloud.entry, &format!("auth: {{password: {pw}}}"));
+        return Ok(flow.unwrap_or(Edit::Append(cloud.key.pos.line, lines)));
     };
-    let value = password_node(pw, old_style);
-    match slot {
-        Some((_, v)) => *v = value,
-        None => entries.push((Node::plain("password"), value)),
+    if !matches!(auth, Node::Map { .. }) {
+        return Err((auth_field(), "is not a mapping"));
     }
-    Ok(())
-}
-
-/// The node `strenv(PASSWORD)` assigns: a string that keeps the replaced node's quote style
-/// (a plain or new one is written plain when that reads back as the same string).
-fn password_node(pw: &str, old_style: Option<Style>) -> Node {
-    Node::Scalar(Scalar {
-        value: pw.to_string(),
-        style: old_style.unwrap_or(Style::Plain),
-        tag: None,
-        forced_str: true,
-        line: 0,
-        col: 0,
-    })
-}
-
-/// The cloud name as a key, a string like every key of yq's `{"clouds": {"<name>": .}}`.
-fn key_node(name: &str) -> Node {
-    Node::Scalar(Scalar {
-        value: name.to_string(),
-        style: Style::Plain,
-        tag: None,
-        forced_str: true,
-        line: 0,
-        col: 0,
-    })
+    match auth.own("password") {
+        Some((key, Node::Scalar(old))) => Ok(cut::replace_value(
+            &cloud.doc,
+            key,
+            old,
+            value(old.style, auth),
+        )),
+        Some(_) => Err((format!("{}.password", auth_field()), "is not a scalar")),
+        None => {
+            let entry = format!("password: {}", value(Style::Plain, auth));
+            Ok(cut::insert_in_flow(auth, &entry)
+                .unwrap_or_else(|| Edit::Append(auth_key.pos.line, vec![entry])))
+        }
+    }
 }
 
 /// Output syntax for the variables.

@@ -1,59 +1,59 @@
-//! A small YAML document model that keeps what yq keeps: each scalar's source text and quoting
-//! style, and whether a collection was written in flow (`{}` / `[]`) or block style.
-//!
-//! upstream's helper scripts pipe clouds.yaml through yq, which prints scalars as their source text
-//! (`~` stays `~`, `0x1F` stays `0x1F`) and re-emits selected sub-trees keeping quote styles. A
-//! typed parser (serde) resolves and forgets both, so this module builds its own tree from the
-//! event stream of `yaml-rust2`.
+//! A clouds.yaml document as upstream's scripts see it through yq: scalars as source text (`~`
+//! stays `~`, `0x1F` stays `0x1F`) with their quoting style, which a typed (serde) parser
+//! resolves and forgets, and every node's place in the source, so that an entry can be cut out
+//! of the text ([`cut`]) instead of being re-emitted. Built from `saphyr-parser`'s events.
 
-mod comments;
-mod emit;
+pub mod cut;
 mod resolve;
 mod style;
 
 use std::collections::HashMap;
 
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
-use yaml_rust2::scanner::{Marker, TScalarStyle};
+use saphyr_parser::{Event, Parser, Span, SpannedEventReceiver};
 
-pub use comments::Comments;
-pub use emit::{emit_document, emit_with_comments};
-pub use resolve::resolves_to_string;
+pub use saphyr_parser::ScalarStyle as Style;
+pub use style::{Ctx, render_string};
 
-/// How a scalar was quoted in the source.
+/// Where a node's text is: `start..end` in characters of [`Document::chars`], and the line
+/// (1-based) and column (0-based) of `start`. A block scalar starts at its first body line; a
+/// block collection at its first key or dash, and its `end` is not known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// Unquoted.
-    Plain,
-    /// `'...'`
-    SingleQuoted,
-    /// `"..."`
-    DoubleQuoted,
-    /// `|` block.
-    Literal,
-    /// `>` block.
-    Folded,
-}
-
-/// A scalar: its (unescaped) text, style and explicit tag if any.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Scalar {
-    /// The scalar's text as yq prints it (quotes removed, escapes processed).
-    pub value: String,
-    /// Quoting style in the source.
-    pub style: Style,
-    /// Explicit tag such as `!!str`, if the source had one.
-    pub tag: Option<String>,
-    /// A string whatever its text looks like (a value set by yq's `strenv()` or a key from a yq
-    /// expression); plain text that would read back as a number etc. gets quoted.
-    pub forced_str: bool,
-    /// 1-based source line where the scalar starts (0 for nodes made up by this program).
+pub struct Pos {
+    /// First character.
+    pub start: usize,
+    /// One past the last character.
+    pub end: usize,
+    /// Line of `start`.
     pub line: usize,
-    /// 0-based source column where the scalar starts.
+    /// Column of `start`.
     pub col: usize,
 }
 
-/// A node of the document.
+impl From<Span> for Pos {
+    fn from(s: Span) -> Self {
+        let (start, end) = (s.start.index(), s.end.index());
+        let (line, col) = (s.start.line(), s.start.col());
+        Pos {
+            start,
+            end,
+            line,
+            col,
+        }
+    }
+}
+
+/// A scalar: its text as yq prints it (quotes removed, escapes processed), style and position.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Scalar {
+    /// The text.
+    pub value: String,
+    /// Quoting style in the source.
+    pub style: Style,
+    /// Where it is.
+    pub pos: Pos,
+}
+
+/// A node of the document; aliases are expanded (a copy keeps the anchored node's position).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Node {
     /// A scalar value.
@@ -62,6 +62,8 @@ pub enum Node {
     Map {
         /// Written as `{...}` in the source.
         flow: bool,
+        /// Where it is.
+        pos: Pos,
         /// Key/value pairs in source order.
         entries: Vec<(Node, Node)>,
     },
@@ -69,16 +71,24 @@ pub enum Node {
     Seq {
         /// Written as `[...]` in the source.
         flow: bool,
+        /// Where it is.
+        pos: Pos,
         /// Items in source order.
         items: Vec<Node>,
     },
 }
 
 // Debug deliberately prints structure only: nodes hold passwords and secrets.
+impl std::fmt::Debug for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Scalar(<value hidden>)")
+    }
+}
+
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Node::Scalar(_) => f.write_str("Scalar(<value hidden>)"),
+            Node::Scalar(s) => s.fmt(f),
             Node::Map { entries, .. } => write!(f, "Map({} entries)", entries.len()),
             Node::Seq { items, .. } => write!(f, "Seq({} items)", items.len()),
         }
@@ -86,46 +96,29 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
-    /// A plain scalar node.
-    pub fn plain(value: impl Into<String>) -> Self {
-        Node::Scalar(Scalar {
-            value: value.into(),
-            style: Style::Plain,
-            tag: None,
-            forced_str: false,
-            line: 0,
-            col: 0,
+    /// The key and value under `key` when this is a mapping (keys compared by text, as yq
+    /// does), looking into `<<` merge keys when the mapping has no such key itself, as yq does.
+    pub fn entry(&self, key: &str) -> Option<(&Scalar, &Node)> {
+        self.own(key).or_else(|| match self.own("<<")?.1 {
+            Node::Seq { items, .. } => items.iter().find_map(|m| m.entry(key)),
+            m => m.entry(key),
         })
     }
 
-    /// The value under `key` when this is a mapping (keys compared by text, as yq does), looking
-    /// into `<<` merge keys when the mapping has no such key itself, as yq does.
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    /// The mapping's own entry `key`, not looking into merge keys (where yq assigns).
+    pub fn own(&self, key: &str) -> Option<(&Scalar, &Node)> {
         let Node::Map { entries, .. } = self else {
             return None;
         };
-        let key_is = |k: &Node, name: &str| matches!(k, Node::Scalar(s) if s.value == name);
-        if let Some((_, v)) = entries.iter().find(|(k, _)| key_is(k, key)) {
-            return Some(v);
-        }
-        entries
-            .iter()
-            .filter(|(k, _)| key_is(k, "<<"))
-            .find_map(|(_, merged)| match merged {
-                Node::Seq { items, .. } => items.iter().find_map(|m| m.get(key)),
-                m => m.get(key),
-            })
+        entries.iter().find_map(|(k, v)| match k {
+            Node::Scalar(s) if s.value == key => Some((s, v)),
+            _ => None,
+        })
     }
 
-    /// Mutable access to the value under `key` when this is a mapping.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
-        match self {
-            Node::Map { entries, .. } => entries
-                .iter_mut()
-                .find(|(k, _)| matches!(k, Node::Scalar(s) if s.value == key))
-                .map(|(_, v)| v),
-            _ => None,
-        }
+    /// The value under `key` (see [`Node::entry`]).
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|(_, v)| v)
     }
 
     /// The scalar, if this is one.
@@ -135,52 +128,61 @@ impl Node {
             _ => None,
         }
     }
-}
 
-/// Source line of the first scalar in `node` (0 when it has none or was made up).
-pub fn first_line(node: &Node) -> usize {
-    first_scalar(node).map_or(0, |s| s.line)
-}
-
-/// Source column of the first scalar in `node`.
-pub fn first_col(node: &Node) -> usize {
-    first_scalar(node).map_or(0, |s| s.col)
-}
-
-fn first_scalar(node: &Node) -> Option<&Scalar> {
-    match node {
-        Node::Scalar(s) => Some(s),
-        Node::Map { entries, .. } => entries.first().and_then(|(k, _)| first_scalar(k)),
-        Node::Seq { items, .. } => items.first().and_then(first_scalar),
-    }
-}
-
-/// Last source line holding content of `node` (block scalars count their body lines).
-pub fn last_line(node: &Node) -> usize {
-    match node {
-        Node::Scalar(s) if matches!(s.style, Style::Literal | Style::Folded) && s.line > 0 => {
-            s.line + s.value.trim_end_matches('\n').matches('\n').count() + 1
+    /// Where the node is.
+    pub fn pos(&self) -> Pos {
+        match self {
+            Node::Scalar(s) => s.pos,
+            Node::Map { pos, .. } | Node::Seq { pos, .. } => *pos,
         }
-        Node::Scalar(s) if is_empty_plain(s) => 0,
-        Node::Scalar(s) => s.line,
-        Node::Map { entries, .. } => entries
-            .iter()
-            .map(|(k, v)| last_line(k).max(last_line(v)))
-            .max()
-            .unwrap_or(0),
-        Node::Seq { items, .. } => items.iter().map(last_line).max().unwrap_or(0),
+    }
+
+    /// A `{...}` or `[...]` collection.
+    pub fn is_flow(&self) -> bool {
+        matches!(
+            self,
+            Node::Map { flow: true, .. } | Node::Seq { flow: true, .. }
+        )
+    }
+
+    /// The node and everything under it.
+    pub fn walk(&self) -> Vec<&Node> {
+        let children: Vec<&Node> = match self {
+            Node::Scalar(_) => Vec::new(),
+            Node::Map { entries, .. } => entries.iter().flat_map(|(k, v)| [k, v]).collect(),
+            Node::Seq { items, .. } => items.iter().collect(),
+        };
+        std::iter::once(self)
+            .chain(children.into_iter().flat_map(Node::walk))
+            .collect()
     }
 }
 
-/// `key:` with nothing after it: the parser places this scalar at the next token.
-fn is_empty_plain(s: &Scalar) -> bool {
-    s.value.is_empty() && s.style == Style::Plain && s.tag.is_none()
+/// A parsed document: the tree, and the text a cut copies.
+pub struct Document {
+    /// The source, without a byte-order mark, as characters (positions count characters).
+    pub chars: Vec<char>,
+    /// The first document's root; `None` when it is empty.
+    pub root: Option<Node>,
+    /// Scalars and flow collections, whose text is copied as is.
+    tokens: Vec<Token>,
 }
 
-/// Find and place the comments of a cloud entry (see [`comments`]).
-pub fn collect_comments(text: &str, entry: &Node, key: &Scalar, end: usize) -> Comments {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    comments::collect(text, entry, key.line, key.col, end)
+// The source holds passwords.
+impl std::fmt::Debug for Document {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Document({} characters)", self.chars.len())
+    }
+}
+
+/// A scalar or flow collection: text that cutting copies as it is.
+#[derive(Debug, Clone, Copy)]
+struct Token {
+    pos: Pos,
+    /// A `|` or `>` scalar, whose lines keep their relative indentation.
+    block: bool,
+    /// Blank lines ending a `|+` or `>+` scalar's value.
+    trailing: usize,
 }
 
 /// Where and why parsing failed. The reason never quotes document content.
@@ -194,121 +196,123 @@ pub struct SyntaxError {
     pub column: usize,
 }
 
-/// Parse the first document of `text`. An empty document yields `None`.
-pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
+/// Parse the first document of `text`.
+pub fn parse(text: &str) -> Result<Document, SyntaxError> {
     // A byte-order mark (editors on Windows add one) is not content.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let chars: Vec<char> = text.chars().collect();
-    let mut builder = Builder {
-        chars: &chars,
+    let mut b = Builder {
+        chars: text.chars().collect(),
         stack: Vec::new(),
         anchors: HashMap::new(),
         root: None,
+        tokens: Vec::new(),
     };
-    let mut parser = Parser::new_from_str(text);
-    parser.load(&mut builder, false).map_err(|e| SyntaxError {
-        reason: safe_reason(e.info()),
-        line: e.marker().line(),
-        column: e.marker().col() + 1,
-    })?;
-    Ok(builder.root)
+    Parser::new_from_str(text)
+        .load(&mut b, false)
+        .map_err(|e| {
+            // One message quotes the offending character, which may belong to a secret.
+            let reason = e.info().split(": `").next().unwrap_or_default();
+            SyntaxError {
+                reason: reason.to_string(),
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+            }
+        })?;
+    let (chars, root, tokens) = (b.chars, b.root, b.tokens);
+    Ok(Document {
+        chars,
+        root,
+        tokens,
+    })
 }
 
-/// yaml-rust2 quotes the offending character in one message; that character may belong to a
-/// secret, so drop it.
-fn safe_reason(info: &str) -> String {
-    if info.contains('`') {
-        info.split(':').next().unwrap_or("syntax error").to_string()
-    } else {
-        info.to_string()
-    }
-}
+/// A collection being built: mapping or not, anchor id, position, children.
+type Open = (bool, usize, Pos, Vec<Node>);
 
-/// A collection being built, with the anchor it will be registered under.
-enum Open {
-    Map(bool, usize, Vec<Node>),
-    Seq(bool, usize, Vec<Node>),
-}
-
-struct Builder<'a> {
-    chars: &'a [char],
+struct Builder {
+    chars: Vec<char>,
     stack: Vec<Open>,
+    /// Anchored nodes, for expanding aliases.
     anchors: HashMap<usize, Node>,
     root: Option<Node>,
+    tokens: Vec<Token>,
 }
 
-impl Builder<'_> {
-    /// A collection is in flow style when its start event points at `{` or `[`.
-    fn is_flow(&self, mark: Marker, open: char) -> bool {
-        self.chars.get(mark.index()) == Some(&open)
-    }
-
+impl Builder {
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor != 0 {
             self.anchors.insert(anchor, node.clone());
         }
         match self.stack.last_mut() {
-            Some(Open::Map(_, _, items) | Open::Seq(_, _, items)) => items.push(node),
+            Some(open) => open.3.push(node),
             None => {
-                if self.root.is_none() {
-                    self.root = Some(node);
-                }
+                self.root.get_or_insert(node);
             }
         }
     }
+
+    fn token(&mut self, pos: Pos, block: bool, trailing: usize) {
+        self.tokens.push(Token {
+            pos,
+            block,
+            trailing,
+        });
+    }
 }
 
-impl MarkedEventReceiver for Builder<'_> {
-    fn on_event(&mut self, ev: Event, mark: Marker) {
+impl<'input> SpannedEventReceiver<'input> for Builder {
+    fn on_event(&mut self, ev: Event<'input>, span: Span) {
         match ev {
-            Event::Scalar(value, style, anchor, tag) => {
-                let style = match style {
-                    TScalarStyle::Plain => Style::Plain,
-                    TScalarStyle::SingleQuoted => Style::SingleQuoted,
-                    TScalarStyle::DoubleQuoted => Style::DoubleQuoted,
-                    TScalarStyle::Literal => Style::Literal,
-                    TScalarStyle::Folded => Style::Folded,
+            Event::Scalar(value, style, anchor, _) => {
+                let mut pos = Pos::from(span);
+                let quote = match style {
+                    Style::SingleQuoted => Some('\''),
+                    Style::DoubleQuoted => Some('"'),
+                    _ => None,
                 };
-                let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                let scalar = Scalar {
-                    value,
-                    style,
-                    tag,
-                    forced_str: false,
-                    line: mark.line(),
-                    col: mark.col(),
-                };
-                self.push_node(Node::Scalar(scalar), anchor);
+                // The span starts at a tag or anchor if there is one.
+                let open = quote.and_then(|q| (pos.start..pos.end).find(|&i| self.chars[i] == q));
+                if let (Some(q), Some(open)) = (quote, open) {
+                    pos.end = pos.end.min(quoted_end(&self.chars, open, q));
+                }
+                let block = matches!(style, Style::Literal | Style::Folded);
+                let breaks = value.len() - value.trim_end_matches('\n').len();
+                self.token(pos, block, if block { breaks.saturating_sub(1) } else { 0 });
+                let value = value.into_owned();
+                self.push_node(Node::Scalar(Scalar { value, style, pos }), anchor);
             }
-            Event::MappingStart(anchor, _) => {
-                let flow = self.is_flow(mark, '{');
-                self.stack.push(Open::Map(flow, anchor, Vec::new()));
-            }
+            Event::MappingStart(anchor, _) => self.stack.push((true, anchor, span.into(), vec![])),
             Event::SequenceStart(anchor, _) => {
-                let flow = self.is_flow(mark, '[');
-                self.stack.push(Open::Seq(flow, anchor, Vec::new()));
+                self.stack.push((false, anchor, span.into(), vec![]));
             }
-            Event::MappingEnd | Event::SequenceEnd => match self.stack.pop() {
-                Some(Open::Map(flow, anchor, items)) => {
-                    let mut entries = Vec::with_capacity(items.len() / 2);
+            Event::MappingEnd | Event::SequenceEnd => {
+                let Some((map, anchor, mut pos, items)) = self.stack.pop() else {
+                    return;
+                };
+                // A flow collection's start event points at its `{` or `[`.
+                let flow = matches!(self.chars.get(pos.start), Some('{' | '['));
+                if flow {
+                    // The end event's span also covers the blanks and comment after `}`/`]`.
+                    pos.end = span.start.index() + 1;
+                    self.token(pos, false, 0);
+                }
+                let node = if map {
                     let mut it = items.into_iter();
+                    let mut entries = Vec::new();
                     while let (Some(k), Some(v)) = (it.next(), it.next()) {
                         entries.push((k, v));
                     }
-                    self.push_node(Node::Map { flow, entries }, anchor);
-                }
-                Some(Open::Seq(flow, anchor, items)) => {
-                    self.push_node(Node::Seq { flow, items }, anchor);
-                }
-                None => {}
-            },
-            // Aliases are expanded: the output must stand alone without the anchor's definition.
+                    Node::Map { flow, pos, entries }
+                } else {
+                    Node::Seq { flow, pos, items }
+                };
+                self.push_node(node, anchor);
+            }
             Event::Alias(id) => {
-                let node = self
-                    .anchors
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| Node::plain(""));
+                let node = self.anchors.get(&id).cloned().unwrap_or_else(|| {
+                    let (value, style, pos) = (String::new(), Style::Plain, span.into());
+                    Node::Scalar(Scalar { value, style, pos })
+                });
                 self.push_node(node, 0);
             }
             _ => {}
@@ -316,16 +320,34 @@ impl MarkedEventReceiver for Builder<'_> {
     }
 }
 
+/// One past the quote closing the scalar that opens with `q` at `start`. saphyr-parser's span of
+/// a quoted scalar also covers the blanks and comment after it.
+fn quoted_end(chars: &[char], start: usize, q: char) -> usize {
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if q == '"' => i += 1,
+            '\'' if q == '\'' && chars.get(i + 1) == Some(&'\'') => i += 1,
+            c if c == q => return i + 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failing test should panic
 mod tests {
     use super::*;
 
+    fn root(text: &str) -> Node {
+        parse(text).unwrap().root.unwrap()
+    }
+
     #[test]
     fn keeps_styles_and_source_text() {
-        let doc = parse("a: ~\nb: 'x'\nc: \"y\"\nd: 0x1F\ne: {f: 1}\ng: [1]\n")
-            .unwrap()
-            .unwrap();
+        let doc = root("a: ~\nb: 'x'\nc: \"y\"\nd: 0x1F\ne: {f: 1}\ng: [1]\n");
         let s = |k: &str| doc.get(k).unwrap().as_scalar().unwrap().clone();
         assert_eq!(s("a").value, "~");
         assert_eq!(s("b").style, Style::SingleQuoted);
@@ -337,9 +359,7 @@ mod tests {
 
     #[test]
     fn looks_into_merge_keys() {
-        let doc = parse("\u{feff}d: &d {u: 1}\nm:\n  <<: *d\n  v: 2\n")
-            .unwrap()
-            .unwrap();
+        let doc = root("\u{feff}d: &d {u: 1}\nm:\n  <<: *d\n  v: 2\n");
         let m = doc.get("m").unwrap();
         assert_eq!(m.get("u").unwrap().as_scalar().unwrap().value, "1");
         assert!(m.get("w").is_none());
@@ -347,7 +367,7 @@ mod tests {
 
     #[test]
     fn expands_aliases() {
-        let doc = parse("a: &x {b: 1}\nc: *x\n").unwrap().unwrap();
+        let doc = root("a: &x {b: 1}\nc: *x\n");
         assert_eq!(doc.get("a"), doc.get("c"));
     }
 
@@ -360,7 +380,8 @@ mod tests {
 
     #[test]
     fn debug_hides_values() {
-        let doc = parse("password: hunter2\n").unwrap().unwrap();
+        let doc = parse("password: hunter2\n").unwrap();
         assert!(!format!("{doc:?}").contains("hunter2"));
+        assert!(!format!("{:?}", doc.root.unwrap()).contains("hunter2"));
     }
 }

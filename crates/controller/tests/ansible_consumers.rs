@@ -199,8 +199,8 @@ const SOURCES: &[(&str, &str)] = &[
 
 /// What one run of the consumer produced, and capo's objects it was rendered from.
 struct Rendered {
-    group_vars: serde_yaml::Value,
-    hosts: serde_yaml::Value,
+    group_vars: yaml_serde::Value,
+    hosts: yaml_serde::Value,
     osc: Value,
     cluster: Value,
     /// Machine name → its InternalIP as capo reported it.
@@ -383,7 +383,7 @@ async fn consumer_renders_fields_added_by_issue_14() {
             .get("node_resources")
             .and_then(|n| n.get(name))
             .and_then(|e| e.get("memory"))
-            .and_then(serde_yaml::Value::as_i64);
+            .and_then(yaml_serde::Value::as_i64);
         if entry != Some(RESERVED) {
             missing.push(format!(
                 "node_resources.{name}.memory: rendered {entry:?}, want {RESERVED} (consumer reads OpenStackMachine {name} spec.extensions.memory.reserved)"
@@ -426,8 +426,8 @@ fn print_table(r: &Rendered) {
         for (k, val) in map {
             let k = k.as_str().unwrap_or_default().to_owned();
             let shown = match val {
-                serde_yaml::Value::String(s) => s.clone(),
-                other => serde_yaml::to_string(other)
+                yaml_serde::Value::String(s) => s.clone(),
+                other => yaml_serde::to_string(other)
                     .unwrap_or_default()
                     .trim()
                     .replace('\n', " "),
@@ -453,7 +453,7 @@ fn print_table(r: &Rendered) {
     }
     eprintln!(
         "\nhosts.yml:\n{}",
-        serde_yaml::to_string(&r.hosts).unwrap_or_default()
+        yaml_serde::to_string(&r.hosts).unwrap_or_default()
     );
 }
 
@@ -648,8 +648,8 @@ spec:
     );
     let cluster = h.get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", CLUSTER);
     let rendered = Rendered {
-        group_vars: serde_yaml::from_str(&group_vars).expect("group_vars.yml is YAML"),
-        hosts: serde_yaml::from_str(&hosts).expect("hosts.yml is YAML"),
+        group_vars: yaml_serde::from_str(&group_vars).expect("group_vars.yml is YAML"),
+        hosts: yaml_serde::from_str(&hosts).expect("hosts.yml is YAML"),
         osc: osc.await,
         cluster: cluster.await,
         addresses,
@@ -927,7 +927,7 @@ async fn wait_rendered(
 
 /// `write_files[].path` of a cloud-config document.
 fn cloud_init_paths(text: &str) -> Vec<String> {
-    let doc: serde_yaml::Value = serde_yaml::from_str(text).unwrap_or_default();
+    let doc: yaml_serde::Value = yaml_serde::from_str(text).unwrap_or_default();
     doc["write_files"]
         .as_sequence()
         .map(|files| {

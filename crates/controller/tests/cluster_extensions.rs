@@ -254,7 +254,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     );
     let inventory = wait_inventory(&h, 5).await;
     let vars = key(&secret(&h, "e1-ansible").await.unwrap(), "vars.yaml");
-    let vars: serde_yaml::Value = serde_yaml::from_str(&vars).unwrap();
+    let vars: yaml_serde::Value = yaml_serde::from_str(&vars).unwrap();
     for v in [
         "kube_network_plugin",
         "cilium_openstack_project_id",
@@ -360,7 +360,7 @@ async fn wait_inventory(h: &Harness, n: usize) -> String {
     loop {
         if let Some(s) = secret(h, "e1-ansible").await {
             let inv = key(&s, "inventory.yaml");
-            let doc: serde_yaml::Value = serde_yaml::from_str(&inv).unwrap();
+            let doc: yaml_serde::Value = yaml_serde::from_str(&inv).unwrap();
             let hosts = doc["all"]["hosts"].as_mapping().map_or(0, |m| {
                 m.keys().filter(|k| k.as_str() != Some("bastion")).count()
             });
@@ -601,7 +601,7 @@ async fn application_credential_secret_authenticates_and_goes_with_the_cluster()
     // The fields the bootstrap provider requires, read as it reads them.
     let cloud = format!("{}-a1", h.ns);
     let clouds_yaml = key(&s, "clouds.yaml");
-    let doc: serde_yaml::Value = serde_yaml::from_str(&clouds_yaml).unwrap();
+    let doc: yaml_serde::Value = yaml_serde::from_str(&clouds_yaml).unwrap();
     let entry = &doc["clouds"][cloud.as_str()];
     for field in [
         &entry["auth"]["auth_url"],

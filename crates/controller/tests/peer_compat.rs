@@ -62,7 +62,7 @@ fn substitute(template: &str) -> String {
 /// The template's infrastructure objects (capo's kinds), by kind.
 fn infra_docs(yaml: &str) -> Vec<Value> {
     yaml.split("\n---")
-        .filter_map(|d| serde_yaml::from_str::<Value>(d).ok())
+        .filter_map(|d| yaml_serde::from_str::<Value>(d).ok())
         .filter(|d| {
             d["apiVersion"]
                 .as_str()

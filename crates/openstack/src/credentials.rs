@@ -168,8 +168,8 @@ impl Credentials {
             .ok_or_else(|| ctx(format!("key {CLOUDS_YAML_KEY:?} is missing")))?;
         let text = std::str::from_utf8(raw)
             .map_err(|_| ctx(format!("key {CLOUDS_YAML_KEY:?} is not UTF-8")))?;
-        // serde_yaml errors quote the offending scalar; report only the position.
-        let doc: CloudsYaml = serde_yaml::from_str(text).map_err(|e| {
+        // yaml_serde errors quote the offending scalar; report only the position.
+        let doc: CloudsYaml = yaml_serde::from_str(text).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!(" at line {} column {}", l.line(), l.column()))

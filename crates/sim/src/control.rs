@@ -320,7 +320,7 @@ fn ctl_err(msg: impl Into<String>) -> Response {
 
 fn parse<T: serde::de::DeserializeOwned>(b: &Bytes) -> Result<T, Box<Response>> {
     let text = std::str::from_utf8(b).map_err(|e| Box::new(ctl_err(e.to_string())))?;
-    serde_yaml::from_str(text).map_err(|e| Box::new(ctl_err(e.to_string())))
+    yaml_serde::from_str(text).map_err(|e| Box::new(ctl_err(e.to_string())))
 }
 
 fn done() -> Response {

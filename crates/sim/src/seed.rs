@@ -283,7 +283,7 @@ impl Default for Seed {
 impl Seed {
     /// Parse a seed from YAML (JSON is valid YAML).
     pub fn from_yaml(text: &str) -> crate::Result<Seed> {
-        serde_yaml::from_str(text).map_err(|e| crate::Error::Parse(e.to_string()))
+        yaml_serde::from_str(text).map_err(|e| crate::Error::Parse(e.to_string()))
     }
 }
 
@@ -401,7 +401,7 @@ mod tests {
     #[test]
     fn default_seed_round_trips_yaml() {
         let seed = Seed::default();
-        let text = serde_yaml::to_string(&seed).unwrap_or_default();
+        let text = yaml_serde::to_string(&seed).unwrap_or_default();
         assert_eq!(Seed::from_yaml(&text).ok(), Some(seed));
     }
 

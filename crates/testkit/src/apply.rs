@@ -23,8 +23,8 @@ pub struct Rejected {
 /// Parses every YAML document of `yaml` into an object (empty documents are skipped).
 pub fn parse_objects(yaml: &str) -> Result<Vec<DynamicObject>> {
     let mut objects = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
-        let value = serde_yaml::Value::deserialize(doc).map_err(|source| Error::Yaml {
+    for (i, doc) in yaml_serde::Deserializer::from_str(yaml).enumerate() {
+        let value = yaml_serde::Value::deserialize(doc).map_err(|source| Error::Yaml {
             context: format!("document {i}"),
             source,
         })?;
@@ -32,7 +32,7 @@ pub fn parse_objects(yaml: &str) -> Result<Vec<DynamicObject>> {
             continue;
         }
         let object: DynamicObject =
-            serde_yaml::from_value(value).map_err(|source| Error::Yaml {
+            yaml_serde::from_value(value).map_err(|source| Error::Yaml {
                 context: format!("document {i}"),
                 source,
             })?;

@@ -38,8 +38,8 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<CustomResourceDefinition>> {
     for file in files {
         let text = std::fs::read_to_string(file)
             .map_err(Error::io(format!("reading {}", file.display())))?;
-        for doc in serde_yaml::Deserializer::from_str(&text) {
-            let value = serde_yaml::Value::deserialize(doc).map_err(|source| Error::Yaml {
+        for doc in yaml_serde::Deserializer::from_str(&text) {
+            let value = yaml_serde::Value::deserialize(doc).map_err(|source| Error::Yaml {
                 context: file.display().to_string(),
                 source,
             })?;
@@ -47,7 +47,7 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<CustomResourceDefinition>> {
                 continue;
             }
             let crd: CustomResourceDefinition =
-                serde_yaml::from_value(value).map_err(|source| Error::Yaml {
+                yaml_serde::from_value(value).map_err(|source| Error::Yaml {
                     context: file.display().to_string(),
                     source,
                 })?;

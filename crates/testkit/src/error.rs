@@ -50,7 +50,7 @@ pub enum Error {
         /// Which document.
         context: String,
         /// The parser error.
-        source: serde_yaml::Error,
+        source: yaml_serde::Error,
     },
     /// Building the Kubernetes client failed.
     #[error("building the Kubernetes client: {0}")]

@@ -91,7 +91,7 @@ fn served_documents(yaml: &str) -> Result<(String, Vec<String>), Box<dyn std::er
             .map(|t| t.kind.clone())
             .unwrap_or_default();
         if SERVED.contains(&kind.as_str()) {
-            kept.push(serde_yaml::to_string(&object)?);
+            kept.push(yaml_serde::to_string(&object)?);
         } else {
             skipped.push(kind);
         }

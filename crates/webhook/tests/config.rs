@@ -42,7 +42,7 @@ fn render() -> Vec<Value> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "kustomize failed: {stderr}");
     assert!(stderr.trim().is_empty(), "kustomize warned: {stderr}");
-    serde_yaml::Deserializer::from_str(&String::from_utf8_lossy(&out.stdout))
+    yaml_serde::Deserializer::from_str(&String::from_utf8_lossy(&out.stdout))
         .map(|doc| Value::deserialize(doc).unwrap())
         .filter(|v| !v.is_null())
         .collect()
@@ -65,7 +65,7 @@ fn one<'a>(objects: &'a [Value], wanted: &str) -> &'a Value {
 fn to_yaml(objects: &[&Value]) -> String {
     objects
         .iter()
-        .map(|o| serde_yaml::to_string(o).unwrap())
+        .map(|o| yaml_serde::to_string(o).unwrap())
         .collect::<Vec<_>>()
         .join("---\n")
 }
@@ -488,7 +488,7 @@ async fn components_pass_a_server_side_dry_run_and_rbac_is_least_privilege() {
 #[test]
 fn metadata_declares_this_release_series_on_contract_v1beta1() {
     let text = std::fs::read_to_string(repo_root().join("metadata.yaml")).unwrap();
-    let metadata: Value = serde_yaml::from_str(&text).unwrap();
+    let metadata: Value = yaml_serde::from_str(&text).unwrap();
     assert_eq!(
         metadata["apiVersion"],
         json!("clusterctl.cluster.x-k8s.io/v1alpha3")

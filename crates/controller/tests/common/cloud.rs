@@ -144,18 +144,18 @@ impl TestCloud {
 
 /// Replace the cloud key `from` of a clouds.yaml with `to` (the simulator's names are fixed).
 fn rename_cloud(yaml: &str, from: &str, to: &str) -> String {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(yaml).expect("clouds.yaml");
+    let mut doc: yaml_serde::Value = yaml_serde::from_str(yaml).expect("clouds.yaml");
     let clouds = doc["clouds"].as_mapping_mut().expect("clouds");
     let entry = clouds.get(from).cloned().expect("cloud in clouds.yaml");
-    let mut out = serde_yaml::Mapping::new();
+    let mut out = yaml_serde::Mapping::new();
     out.insert(to.into(), entry);
-    serde_yaml::to_string(&json_clouds(out)).expect("yaml")
+    yaml_serde::to_string(&json_clouds(out)).expect("yaml")
 }
 
-fn json_clouds(clouds: serde_yaml::Mapping) -> serde_yaml::Value {
-    let mut root = serde_yaml::Mapping::new();
-    root.insert("clouds".into(), serde_yaml::Value::Mapping(clouds));
-    serde_yaml::Value::Mapping(root)
+fn json_clouds(clouds: yaml_serde::Mapping) -> yaml_serde::Value {
+    let mut root = yaml_serde::Mapping::new();
+    root.insert("clouds".into(), yaml_serde::Value::Mapping(clouds));
+    yaml_serde::Value::Mapping(root)
 }
 
 /// Collections listed on the real services: (name, service, path, reply key, filter by project).
@@ -248,7 +248,7 @@ impl RealProject {
         let text = std::fs::read_to_string(&path).expect("read CAPO_REAL_CLOUDS_YAML");
         let admin_cloud =
             std::env::var("CAPO_REAL_ADMIN_CLOUD").unwrap_or_else(|_| "capo-real-admin".into());
-        let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("clouds.yaml");
+        let doc: yaml_serde::Value = yaml_serde::from_str(&text).expect("clouds.yaml");
         let admin = doc["clouds"][admin_cloud.as_str()].clone();
         assert!(!admin.is_null(), "cloud {admin_cloud} not in {path}");
         let keystone = Keystone::login(&admin).await;
@@ -284,10 +284,10 @@ impl RealProject {
             }
         }
         let auth = &admin["auth"];
-        let mut cloud = serde_yaml::Mapping::new();
+        let mut cloud = yaml_serde::Mapping::new();
         cloud.insert(
             "auth".into(),
-            serde_yaml::to_value(json!({
+            yaml_serde::to_value(json!({
                 "auth_url": auth["auth_url"].as_str().expect("auth_url"),
                 "username": name,
                 "password": password,
@@ -302,12 +302,12 @@ impl RealProject {
                 cloud.insert(key.into(), v.clone());
             }
         }
-        let mut clouds = serde_yaml::Mapping::new();
-        clouds.insert(CLOUD.into(), serde_yaml::Value::Mapping(cloud));
-        let clouds_yaml = serde_yaml::to_string(&json_clouds(clouds)).expect("yaml");
-        let mut admins = serde_yaml::Mapping::new();
+        let mut clouds = yaml_serde::Mapping::new();
+        clouds.insert(CLOUD.into(), yaml_serde::Value::Mapping(cloud));
+        let clouds_yaml = yaml_serde::to_string(&json_clouds(clouds)).expect("yaml");
+        let mut admins = yaml_serde::Mapping::new();
         admins.insert(ADMIN.into(), admin);
-        let admin_yaml = serde_yaml::to_string(&json_clouds(admins)).expect("yaml");
+        let admin_yaml = yaml_serde::to_string(&json_clouds(admins)).expect("yaml");
         RealProject {
             project_id,
             project_name: name,
@@ -365,10 +365,10 @@ static FIXTURES: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
 /// The simulator's seed flavors and images, made on the real services when missing (by
 /// name), so the same manifests run on both: public images with the seed's properties and a
 /// few bytes of data (Nova's fake driver boots anything active).
-async fn ensure_fixtures(keystone: &Keystone, admin: &serde_yaml::Value) {
-    let mut clouds = serde_yaml::Mapping::new();
+async fn ensure_fixtures(keystone: &Keystone, admin: &yaml_serde::Value) {
+    let mut clouds = yaml_serde::Mapping::new();
     clouds.insert(ADMIN.into(), admin.clone());
-    let yaml = serde_yaml::to_string(&json_clouds(clouds)).expect("yaml");
+    let yaml = yaml_serde::to_string(&json_clouds(clouds)).expect("yaml");
     let creds = Credentials::from_clouds_yaml(&yaml, ADMIN, None, None).expect("admin creds");
     let s = sessions().session(&creds).expect("admin session");
     let seed = capo_sim::seed::Seed::default();
@@ -459,7 +459,7 @@ struct Keystone {
 }
 
 impl Keystone {
-    async fn login(admin: &serde_yaml::Value) -> Keystone {
+    async fn login(admin: &yaml_serde::Value) -> Keystone {
         let auth = &admin["auth"];
         let s = |k: &str| auth[k].as_str().map(str::to_owned);
         let url = s("auth_url").expect("auth_url");

@@ -66,7 +66,7 @@ pub struct CloudEntry {
     pub cacert: Option<String>,
     /// Must be 3 when set (Keystone v3 only).
     #[serde(default)]
-    pub identity_api_version: Option<serde_yaml::Value>,
+    pub identity_api_version: Option<yaml_serde::Value>,
 }
 
 /// The `auth:` section of a cloud entry.
@@ -127,8 +127,8 @@ impl CloudEntry {
         }
         if let Some(v) = &self.identity_api_version {
             let ok = match v {
-                serde_yaml::Value::Number(n) => n.as_f64() == Some(3.0),
-                serde_yaml::Value::String(s) => s == "3" || s == "3.0",
+                yaml_serde::Value::Number(n) => n.as_f64() == Some(3.0),
+                yaml_serde::Value::String(s) => s == "3" || s == "3.0",
                 _ => false,
             };
             if !ok {
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn debug_of_entry_hides_secrets() {
         let yaml = "clouds:\n  c:\n    auth:\n      auth_url: https://k/v3\n      username: u\n      password: hunter2\n      user_domain_name: Default\n";
-        let c: CloudsYaml = serde_yaml::from_str(yaml).unwrap();
+        let c: CloudsYaml = yaml_serde::from_str(yaml).unwrap();
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("hunter2"));
         assert_eq!(c.clouds["c"].validate(), Ok(AuthMethod::Password));

@@ -234,18 +234,18 @@ pub(crate) fn parse_webhooks(text: &str, context: &str) -> Result<Vec<WebhookCon
         source,
     };
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_yaml::Value::deserialize(doc).map_err(yaml_err)?;
+    for doc in yaml_serde::Deserializer::from_str(text) {
+        let value = yaml_serde::Value::deserialize(doc).map_err(yaml_err)?;
         if value.is_null() {
             continue;
         }
         let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
         out.push(match kind {
             "MutatingWebhookConfiguration" => {
-                WebhookConfig::Mutating(serde_yaml::from_value(value).map_err(yaml_err)?)
+                WebhookConfig::Mutating(yaml_serde::from_value(value).map_err(yaml_err)?)
             }
             "ValidatingWebhookConfiguration" => {
-                WebhookConfig::Validating(serde_yaml::from_value(value).map_err(yaml_err)?)
+                WebhookConfig::Validating(yaml_serde::from_value(value).map_err(yaml_err)?)
             }
             other => {
                 return Err(Error::Usage(format!(
@@ -355,7 +355,7 @@ webhooks:
         );
     }
 
-    fn crd(versions: &[&str]) -> serde_yaml::Result<CustomResourceDefinition> {
+    fn crd(versions: &[&str]) -> yaml_serde::Result<CustomResourceDefinition> {
         let versions: Vec<_> = versions
             .iter()
             .map(|v| {
@@ -369,7 +369,7 @@ webhooks:
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: clusters.cluster.x-k8s.io}}\nspec:\n  group: cluster.x-k8s.io\n  names: {{kind: Cluster, plural: clusters}}\n  scope: Namespaced\n  versions:\n{}\n",
             versions.join("\n")
         );
-        serde_yaml::from_str(&yaml)
+        yaml_serde::from_str(&yaml)
     }
 
     #[test]
