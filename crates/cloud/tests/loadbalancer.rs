@@ -8,8 +8,8 @@ mod common;
 use capo_api::v1beta1::{
     APIServerLoadBalancer, APIServerLoadBalancerMonitor, OpenStackClusterSpec,
 };
-use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::Progress;
+use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs};
 use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::{Error, Owner};
