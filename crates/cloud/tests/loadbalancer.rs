@@ -8,8 +8,8 @@ mod common;
 use capo_api::v1beta1::{
     APIServerLoadBalancer, APIServerLoadBalancerMonitor, OpenStackClusterSpec,
 };
-use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::Progress;
+use capo_cloud::loadbalancer::members::MemberTarget;
 use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs};
 use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::{Error, Owner};
@@ -20,21 +20,6 @@ use capo_openstack::loadbalancer::{
 use capo_sim::{Delays, FaultSpec};
 use common::*;
 use std::time::Duration;
-
-/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
-fn golden(name: &str, got: &[String]) {
-    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
-    let text = got.join("\n") + "\n";
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).expect("write golden");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        text, want,
-        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
-    );
-}
 
 fn lb_spec(extra: APIServerLoadBalancer) -> OpenStackClusterSpec {
     OpenStackClusterSpec {
@@ -63,9 +48,7 @@ struct Cluster {
 }
 
 async fn networking(env: &Env, o: &Owner, spec: &OpenStackClusterSpec) -> Cluster {
-    let rec = reconcile(env, o, spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(env, o, spec).await.unwrap();
     let cidrs = rec
         .network
         .as_ref()
