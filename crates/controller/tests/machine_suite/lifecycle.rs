@@ -11,10 +11,7 @@ async fn members(h: &Harness) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_and_control_plane_with_load_balancer() {
-    let h = Harness::new("mlb").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_LB).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("mlb", CLUSTER_LB).await;
     create_machine(&h, "c1", "c1-cp-0", true, MACHINE).await;
     create_machine(&h, "c1", "c1-md-0", false, MACHINE).await;
     for name in ["c1-cp-0", "c1-md-0"] {
