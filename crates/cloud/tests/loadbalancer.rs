@@ -223,13 +223,7 @@ async fn create_steady_members_delete() {
         (steady_calls, &again.id, &again_fip.id),
         (1, &l.id, &fip.id)
     );
-    let steady = trace(&env);
-    assert!(
-        writes(&env).is_empty(),
-        "steady reconcile wrote: {:?}",
-        writes(&env)
-    );
-    env.sim.control().clear_requests();
+    let steady = steady_trace(&env, "steady reconcile");
 
     // Members for a machine (what the machine controller will do).
     let ports = [6443, 8443];

@@ -25,20 +25,12 @@ async fn create_steady_delete_with_golden_traces() {
 
     let again = reconcile(&env, &o, &spec, &rec, false).await.unwrap();
     assert_eq!(again, rec, "a steady reconcile reports the same IDs");
-    let steady = trace(&env);
-    assert!(
-        writes(&env).is_empty(),
-        "steady reconcile wrote: {:?}",
-        writes(&env)
-    );
-    env.sim.control().clear_requests();
+    let steady = steady_trace(&env, "steady reconcile");
 
     // Status lost (clusterctl move): found by name + tag, still no writes.
     let rebuilt = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert_eq!(rebuilt, rec);
-    let rebuild = trace(&env);
-    assert!(writes(&env).is_empty(), "rebuild wrote: {:?}", writes(&env));
-    env.sim.control().clear_requests();
+    let rebuild = steady_trace(&env, "rebuild");
 
     delete(&env, &o, &spec, &rec).await.unwrap();
     let del = trace(&env);

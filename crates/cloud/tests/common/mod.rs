@@ -137,6 +137,15 @@ pub fn golden(name: &str, got: &[String]) {
     );
 }
 
+/// The requests logged so far, asserting that none of them wrote (`what` wrote nothing);
+/// clears the log.
+pub fn steady_trace(env: &Env, what: &str) -> Vec<String> {
+    let t = trace(env);
+    assert!(writes(env).is_empty(), "{what} wrote: {:?}", writes(env));
+    env.sim.control().clear_requests();
+    t
+}
+
 /// Logged requests as `METHOD /route/{id}` lines.
 pub fn trace(env: &Env) -> Vec<String> {
     env.sim
