@@ -461,29 +461,18 @@ async fn run() -> Option<Rendered> {
     // Cluster API's Cluster, with what its controllers would copy from the OpenStackCluster.
     h.create_cluster(CLUSTER, &spec()).await;
     let osc = h
-        .wait_cluster(CLUSTER, 90, "cluster, bastion and extensions ready", |o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.ready
-                    && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
-                    && s.extensions
-                        .as_ref()
-                        .and_then(|e| e.platform.as_ref())
-                        .is_some_and(|p| p.management.is_some())
-            })
-        })
+        .wait_cluster(
+            CLUSTER,
+            90,
+            "cluster, bastion and extensions ready",
+            common::bastion_and_extensions_ready,
+        )
         .await;
     let endpoint = osc.spec.control_plane_endpoint.clone().unwrap();
-    h.apply(&format!(
-        "apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {CLUSTER}
-spec:
-  paused: false
-  infrastructureRef:
-    apiGroup: infrastructure.cluster.x-k8s.io
-    kind: OpenStackCluster
-    name: {CLUSTER}
+    h.apply_capi_cluster(
+        CLUSTER,
+        &format!(
+            "  paused: false
   clusterNetwork:
     pods:
       cidrBlocks: [10.244.0.0/16]
@@ -493,9 +482,10 @@ spec:
     host: {}
     port: {}
 ",
-        endpoint.host.clone().unwrap(),
-        endpoint.port.unwrap()
-    ))
+            endpoint.host.clone().unwrap(),
+            endpoint.port.unwrap()
+        ),
+    )
     .await;
     patch_status(
         &h,

@@ -97,16 +97,12 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     let _c = start(&h);
     h.create_cluster("e1", &spec()).await;
     let o = h
-        .wait_cluster("e1", 90, "cluster and bastion ready", |o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.ready
-                    && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
-                    && s.extensions
-                        .as_ref()
-                        .and_then(|e| e.platform.as_ref())
-                        .is_some_and(|p| p.management.is_some())
-            })
-        })
+        .wait_cluster(
+            "e1",
+            90,
+            "cluster and bastion ready",
+            common::bastion_and_extensions_ready,
+        )
         .await;
     let ext = ext_status(&o);
     let cp = ext.load_balancers.clone().unwrap().control_plane.unwrap();

@@ -363,23 +363,14 @@ managedSecurityGroups: {}
 ";
 
 async fn cluster_with_control_plane(h: &Harness, name: &str, kind: &str) {
-    h.apply(&format!(
-        "apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {name}
-spec:
-  controlPlaneRef:
+    let control_plane = format!(
+        "  controlPlaneRef:
     apiGroup: controlplane.cluster.x-k8s.io
     kind: {kind}
     name: {name}
-  infrastructureRef:
-    apiGroup: infrastructure.cluster.x-k8s.io
-    kind: OpenStackCluster
-    name: {name}
 "
-    ))
-    .await;
+    );
+    h.apply_capi_cluster(name, &control_plane).await;
     let uid = h.uid("Cluster", name).await;
     h.apply_osc(name, &uid, PEER_CLUSTER).await;
 }

@@ -268,6 +268,13 @@ pub async fn items(h: &Harness, collection: &str) -> Vec<Value> {
     h.items().await.remove(collection).unwrap_or_default()
 }
 
+/// Port `name` of the test project (panics when there is none).
+pub async fn port(h: &Harness, name: &str) -> Value {
+    let ports = items(h, "ports").await;
+    let port = ports.into_iter().find(|p| p["name"] == name);
+    port.unwrap_or_else(|| panic!("no port {name}"))
+}
+
 /// A session of the test project's member, with a cache of its own (to act behind the
 /// controllers' back).
 pub async fn session(h: &Harness) -> Session {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capo_api::v1beta1::OpenStackCluster;
+use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_controller::{Context, Options};
 use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
 use capo_sim::{Delays, Sim, SimConfig};
@@ -185,14 +185,20 @@ impl Harness {
 
     /// Apply the Cluster API Cluster `name` with `spec.paused`.
     pub async fn set_cluster_paused(&self, name: &str, paused: bool) {
+        self.apply_capi_cluster(name, &format!("  paused: {paused}\n"))
+            .await;
+    }
+
+    /// Apply the Cluster API Cluster `name` pointing at OpenStackCluster `name`, with the
+    /// `spec_lines` (indented by 2) in its spec.
+    pub async fn apply_capi_cluster(&self, name: &str, spec_lines: &str) {
         self.apply(&format!(
             "apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: {name}
 spec:
-  paused: {paused}
-  infrastructureRef:
+{spec_lines}  infrastructureRef:
     apiGroup: infrastructure.cluster.x-k8s.io
     kind: OpenStackCluster
     name: {name}
@@ -259,6 +265,12 @@ spec:
     /// OpenStackCluster API of the namespace.
     pub fn clusters(&self) -> Api<OpenStackCluster> {
         Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// The status of OpenStackCluster `name` (panics without one).
+    pub async fn cluster_status(&self, name: &str) -> OpenStackClusterStatus {
+        let o = self.clusters().get(name).await.expect("get");
+        o.status.expect("status")
     }
 
     /// Wait until `pred` holds for OpenStackCluster `name` (panics after `secs`).
@@ -470,6 +482,19 @@ managedSecurityGroups:
   allowAllInClusterTraffic: true
 {rest}"
     )
+}
+
+/// Whether the cluster is ready with its bastion's floating IP and the management address of
+/// its extensions (what the Ansible tests wait for).
+pub fn bastion_and_extensions_ready(o: &OpenStackCluster) -> bool {
+    o.status.as_ref().is_some_and(|s| {
+        s.ready
+            && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
+            && s.extensions
+                .as_ref()
+                .and_then(|e| e.platform.as_ref())
+                .is_some_and(|p| p.management.is_some())
+    })
 }
 
 /// A bastion on the seeded flavor and image (a cluster spec fragment).

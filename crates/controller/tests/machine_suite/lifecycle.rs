@@ -64,18 +64,9 @@ async fn worker_and_control_plane_with_load_balancer() {
         .into_iter()
         .find(|s| s["name"] == "c1-md-0")
         .unwrap();
-    let ports = items(&h, "ports").await;
-    let port = ports.iter().find(|p| p["name"] == "c1-md-0-0").unwrap();
-    let worker_sg = h
-        .clusters()
-        .get("c1")
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .worker_security_group
-        .unwrap()
-        .id;
+    let port = port(&h, "c1-md-0-0").await;
+    let worker_sg = h.cluster_status("c1").await.worker_security_group.unwrap();
+    let worker_sg = worker_sg.id;
     assert_eq!(port["security_groups"], serde_json::json!([worker_sg]));
     assert!(
         server["metadata"]["capo-server-uid"].is_string(),

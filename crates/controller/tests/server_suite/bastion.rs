@@ -26,21 +26,9 @@ async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     assert!(b.floating_ip.is_some(), "{b:?}");
     let oss = servers(&h).get("c1-bastion").await.unwrap();
     assert!(oss.status.unwrap().ready);
-    let port = items(&h, "ports")
-        .await
-        .into_iter()
-        .find(|p| p["name"] == "c1-bastion-0")
-        .unwrap();
-    let bastion_sg = h
-        .clusters()
-        .get("c1")
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .bastion_security_group
-        .unwrap()
-        .id;
+    let port = port(&h, "c1-bastion-0").await;
+    let bastion_sg = h.cluster_status("c1").await.bastion_security_group.unwrap();
+    let bastion_sg = bastion_sg.id;
     assert_eq!(port["security_groups"], serde_json::json!([bastion_sg]));
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
