@@ -69,23 +69,9 @@ ready() {
   [[ -f "$out/VERSION" && -f "$out/config/core/webhook/manifests.yaml" && -d "$out/config/controlplane/crds" ]]
 }
 
-if ! $update && ready; then
-  echo "$out"
-  exit 0
-fi
-
-mkdir -p "$root"
-# One build at a time per cache; a second caller waits and then finds the result.
-exec 9>"$root/.lock"
-flock 9
-if ! $update && ready; then
-  echo "$out"
-  exit 0
-fi
-
-log="$root/build.log"
-: >"$log"
-run() { "$@" >>"$log" 2>&1 || { say "failed: $* (log: $log)"; tail -n 40 "$log" >&2; exit 1; }; }
+# shellcheck source=hack/lib/cache.sh
+source "$repo/hack/lib/cache.sh"
+cache_lock_or_exit
 jobs="${CAPO_CAPI_JOBS:-2}"
 
 # --- --update: write go.mod from the pinned version, let `go mod tidy` fill in the rest ---------

@@ -48,23 +48,9 @@ root="${CAPO_CACHE_DIR:-$HOME/.cache/capo}/test-env"
 out="$root/$key"
 ready() { [[ -x "$out/bin/kube-apiserver" && -x "$out/bin/etcd" && -x "$out/bin/kubectl" && -d "$out/crds" ]]; }
 
-if ! $update && ready; then
-  echo "$out"
-  exit 0
-fi
-
-mkdir -p "$root"
-# One build at a time per cache; a second caller waits and then finds the result.
-exec 9>"$root/.lock"
-flock 9
-if ! $update && ready; then
-  echo "$out"
-  exit 0
-fi
-
-log="$root/build.log"
-: >"$log"
-run() { "$@" >>"$log" 2>&1 || { say "failed: $* (log: $log)"; tail -n 40 "$log" >&2; exit 1; }; }
+# shellcheck source=hack/lib/cache.sh
+source "${here%/*}/lib/cache.sh"
+cache_lock_or_exit
 jobs="${CAPO_TEST_ENV_JOBS:-2}"
 
 # --- --update: write the go.mod files from the pinned versions; go.sum is filled by the build --

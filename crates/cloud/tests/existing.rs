@@ -61,9 +61,7 @@ async fn pre_existing_network_by_id_and_by_filter() {
         let mut spec = managed_spec();
         spec.managed_subnets.clear();
         spec.network = Some(param);
-        let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-            .await
-            .unwrap();
+        let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
         let got = rec.network.as_ref().unwrap();
         assert_eq!(got.id, n.id);
         assert_eq!(got.subnets.len(), 1);
@@ -98,9 +96,7 @@ async fn pre_existing_network_by_id_and_by_filter() {
         filter: None,
     });
     env.sim.control().clear_requests();
-    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert_eq!(rec.router.as_ref().unwrap().id, byo.id);
     delete(&env, &o, &spec, &rec).await.unwrap();
     assert_eq!(items(&env, "routers").len(), 1);
@@ -184,9 +180,7 @@ async fn byo_router_is_used_and_never_deleted() {
         filter: None,
     });
     let o = owner("uid-1");
-    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert_eq!(rec.router.as_ref().unwrap().id, byo.id);
     let subnet = rec.network.as_ref().unwrap().subnets[0].id.clone();
     let attached = |env: &Env| {
@@ -241,9 +235,7 @@ async fn security_group_rules_reconcile_and_hand_added_rules_stay() {
         all_nodes_security_group_rules: vec![user_rule("bgp", 179)],
         ..Default::default()
     });
-    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert!(rec.groups.bastion.is_some());
     env.sim.control().clear_requests();
     reconcile(&env, &o, &spec, &rec, false).await.unwrap();
@@ -344,9 +336,7 @@ async fn external_network_explicit_auto_disabled() {
             .is_none()
     );
     // Without an external network a managed network gets no router.
-    let rec = reconcile(&env, &owner("uid-1"), &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &owner("uid-1"), &spec).await.unwrap();
     assert!(rec.router.is_none());
     assert!(items(&env, "routers").is_empty());
 }

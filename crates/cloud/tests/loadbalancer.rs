@@ -21,21 +21,6 @@ use capo_sim::{Delays, FaultSpec};
 use common::*;
 use std::time::Duration;
 
-/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
-fn golden(name: &str, got: &[String]) {
-    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
-    let text = got.join("\n") + "\n";
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).expect("write golden");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        text, want,
-        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
-    );
-}
-
 fn lb_spec(extra: APIServerLoadBalancer) -> OpenStackClusterSpec {
     OpenStackClusterSpec {
         api_server_load_balancer: Some(APIServerLoadBalancer {
@@ -63,9 +48,7 @@ struct Cluster {
 }
 
 async fn networking(env: &Env, o: &Owner, spec: &OpenStackClusterSpec) -> Cluster {
-    let rec = reconcile(env, o, spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(env, o, spec).await.unwrap();
     let cidrs = rec
         .network
         .as_ref()
@@ -240,13 +223,7 @@ async fn create_steady_members_delete() {
         (steady_calls, &again.id, &again_fip.id),
         (1, &l.id, &fip.id)
     );
-    let steady = trace(&env);
-    assert!(
-        writes(&env).is_empty(),
-        "steady reconcile wrote: {:?}",
-        writes(&env)
-    );
-    env.sim.control().clear_requests();
+    let steady = steady_trace(&env, "steady reconcile");
 
     // Members for a machine (what the machine controller will do).
     let ports = [6443, 8443];

@@ -9,21 +9,6 @@ use capo_cloud::networking;
 use capo_openstack::network::{self as net, NETWORK, Network, NetworkCreate};
 use common::*;
 
-/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
-fn golden(name: &str, got: &[String]) {
-    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
-    let text = got.join("\n") + "\n";
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).expect("write golden");
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        text, want,
-        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
-    );
-}
-
 #[tokio::test]
 async fn create_steady_delete_with_golden_traces() {
     let env = env().await;
@@ -31,9 +16,7 @@ async fn create_steady_delete_with_golden_traces() {
     let spec = managed_spec();
     let before = ids(&env);
 
-    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
     let create = trace(&env);
     let create_writes = writes(&env).len();
     assert!(rec.router.is_some() && rec.external.is_some());
@@ -42,22 +25,12 @@ async fn create_steady_delete_with_golden_traces() {
 
     let again = reconcile(&env, &o, &spec, &rec, false).await.unwrap();
     assert_eq!(again, rec, "a steady reconcile reports the same IDs");
-    let steady = trace(&env);
-    assert!(
-        writes(&env).is_empty(),
-        "steady reconcile wrote: {:?}",
-        writes(&env)
-    );
-    env.sim.control().clear_requests();
+    let steady = steady_trace(&env, "steady reconcile");
 
     // Status lost (clusterctl move): found by name + tag, still no writes.
-    let rebuilt = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rebuilt = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert_eq!(rebuilt, rec);
-    let rebuild = trace(&env);
-    assert!(writes(&env).is_empty(), "rebuild wrote: {:?}", writes(&env));
-    env.sim.control().clear_requests();
+    let rebuild = steady_trace(&env, "rebuild");
 
     delete(&env, &o, &spec, &rec).await.unwrap();
     let del = trace(&env);
@@ -179,9 +152,7 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
     let o = owner("uid-1");
     let spec = managed_spec();
     let clean_env = common::env().await;
-    reconcile(&clean_env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    reconcile_fresh(&clean_env, &o, &spec).await.unwrap();
     let clean_rules = items(&clean_env, "security_group_rules").len();
     let fault = |method: &str, re: &str, status: u16, after_action: bool| capo_sim::FaultSpec {
         method: Some(method.into()),
@@ -211,9 +182,7 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
             f.count = Some(20);
         }
         env.sim.control().add_faults(vec![f.clone()]).unwrap();
-        let err = reconcile(&env, &o, &spec, &Recorded::default(), false)
-            .await
-            .unwrap_err();
+        let err = reconcile_fresh(&env, &o, &spec).await.unwrap_err();
         assert!(
             err.is_retryable(),
             "{} on {}: {err} not retryable",
@@ -221,9 +190,7 @@ async fn injected_faults_are_retryable_and_rerun_converges() {
             f.path_regex
         );
         env.sim.control().clear_faults();
-        let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-            .await
-            .unwrap();
+        let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
         env.sim.control().clear_requests();
         assert_eq!(reconcile(&env, &o, &spec, &rec, false).await.unwrap(), rec);
         assert!(
@@ -256,9 +223,7 @@ async fn delete_sweeps_stray_ports_and_retries_groups_in_use() {
     let o = owner("uid-1");
     let spec = managed_spec();
     let before = ids(&env);
-    let rec = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
     let net_id = rec.network.as_ref().unwrap().id.clone();
     let cp = rec.groups.control_plane.clone().unwrap().id;
     let worker = rec.groups.worker.clone().unwrap().id;
@@ -301,17 +266,10 @@ async fn delete_sweeps_stray_ports_and_retries_groups_in_use() {
 async fn security_groups_of_another_cluster_are_refused_and_kept() {
     let env = env().await;
     let spec = managed_spec();
-    let theirs = reconcile(
-        &env,
-        &owner("uid-other"),
-        &spec,
-        &Recorded::default(),
-        false,
-    )
-    .await;
+    let theirs = reconcile_fresh(&env, &owner("uid-other"), &spec).await;
     let theirs = theirs.unwrap();
     // Same namespace/name in another management cluster: its network blocks ours first.
-    let err = reconcile(&env, &owner("uid-1"), &spec, &Recorded::default(), false)
+    let err = reconcile_fresh(&env, &owner("uid-1"), &spec)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::ForeignResource { .. }), "{err}");
@@ -350,7 +308,7 @@ async fn cluster_with_upstream_naming_is_adopted_without_recreation() {
     let env = env().await;
     let spec = managed_spec();
     // Build the cluster, then strip every tag: what upstream CAPO leaves behind.
-    let upstream = reconcile(&env, &owner("upstream"), &spec, &Recorded::default(), false)
+    let upstream = reconcile_fresh(&env, &owner("upstream"), &spec)
         .await
         .unwrap();
     let net_rec = upstream.network.clone().unwrap();
@@ -370,9 +328,7 @@ async fn cluster_with_upstream_naming_is_adopted_without_recreation() {
     let before = ids(&env);
     env.sim.control().clear_requests();
     let o = owner("uid-1");
-    let adopted = reconcile(&env, &o, &spec, &Recorded::default(), false)
-        .await
-        .unwrap();
+    let adopted = reconcile_fresh(&env, &o, &spec).await.unwrap();
     assert_eq!(adopted.network.as_ref().unwrap().id, net_rec.id);
     assert_eq!(
         adopted.router.as_ref().unwrap().id,

@@ -39,59 +39,31 @@ const CLUSTER: &str = "a1";
 const EXTERNAL_CIDR: &str = "127.77.0.0/24";
 const K8S_VERSION: &str = "v1.34.3";
 
-const SPEC: &str = "identityRef:
-  name: cloud-config
-  cloudName: openstack
-managedSubnets:
-- cidr: 10.8.0.0/24
-managedSecurityGroups:
-  allowAllInClusterTraffic: true
-bastion:
-  enabled: true
-  spec:
-    flavor: m1.small
-    image:
-      filter:
-        name: ubuntu-2404-kube-v1.34
-extensions:
-  networking:
-    kubeNetworkPlugin: cilium
-  loadBalancers:
-    controlPlane:
-      mode: Keepalived
-    ingress:
-      mode: Keepalived
-      floatingIP: true
-  platform:
-    ntp:
-      server: ntp.example.org
-  ssh:
-    generateKeyPair: true
-    user: root
-";
+/// The cluster: a bastion and the Ansible extensions.
+fn spec() -> String {
+    let ext = common::keepalived_extensions("root");
+    common::open_spec("10.8.0.0/24", &format!("{}{ext}", common::BASTION))
+}
 
 /// The user's memory reservation (the peer provider's `spec.extensions.memory.reserved`).
 const RESERVED: i64 = -2048;
 
-const CP_MACHINE: &str = "flavor: m1.medium
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-extensions:
-  networkInterfaces:
-    keepalived: ens3
-  memory:
-    reserved: \"-2048\"
-";
+/// A control-plane machine naming its keepalived interface, with [`RESERVED`].
+fn cp_machine() -> String {
+    let ext = "extensions:\n  networkInterfaces:\n    keepalived: ens3\n";
+    common::machine_spec(
+        "m1.medium",
+        &format!("{ext}  memory:\n    reserved: \"{RESERVED}\"\n"),
+    )
+}
 
-const WORKER: &str = "flavor: m1.small
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-extensions:
-  memory:
-    reserved: \"-2048\"
-";
+/// A worker with [`RESERVED`].
+fn worker() -> String {
+    common::machine_spec(
+        "m1.small",
+        &format!("extensions:\n  memory:\n    reserved: \"{RESERVED}\"\n"),
+    )
+}
 
 /// Variable → the field of capo's objects the consumer reads it from (its `vars_renderer.go`).
 const SOURCES: &[(&str, &str)] = &[
@@ -487,31 +459,20 @@ async fn run() -> Option<Rendered> {
     let _controllers = start(&h);
 
     // Cluster API's Cluster, with what its controllers would copy from the OpenStackCluster.
-    h.create_cluster(CLUSTER, SPEC).await;
+    h.create_cluster(CLUSTER, &spec()).await;
     let osc = h
-        .wait_cluster(CLUSTER, 90, "cluster, bastion and extensions ready", |o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.ready
-                    && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
-                    && s.extensions
-                        .as_ref()
-                        .and_then(|e| e.platform.as_ref())
-                        .is_some_and(|p| p.management.is_some())
-            })
-        })
+        .wait_cluster(
+            CLUSTER,
+            90,
+            "cluster, bastion and extensions ready",
+            common::bastion_and_extensions_ready,
+        )
         .await;
     let endpoint = osc.spec.control_plane_endpoint.clone().unwrap();
-    h.apply(&format!(
-        "apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {CLUSTER}
-spec:
-  paused: false
-  infrastructureRef:
-    apiGroup: infrastructure.cluster.x-k8s.io
-    kind: OpenStackCluster
-    name: {CLUSTER}
+    h.apply_capi_cluster(
+        CLUSTER,
+        &format!(
+            "  paused: false
   clusterNetwork:
     pods:
       cidrBlocks: [10.244.0.0/16]
@@ -521,9 +482,10 @@ spec:
     host: {}
     port: {}
 ",
-        endpoint.host.clone().unwrap(),
-        endpoint.port.unwrap()
-    ))
+            endpoint.host.clone().unwrap(),
+            endpoint.port.unwrap()
+        ),
+    )
     .await;
     patch_status(
         &h,
@@ -538,7 +500,7 @@ spec:
 
     // The control plane, up and initialized (as the AnsibleControlPlane would leave it).
     for name in ["cp-0", "cp-1"] {
-        create_machine(&h, CLUSTER, name, true, CP_MACHINE).await;
+        create_machine(&h, CLUSTER, name, true, &cp_machine()).await;
     }
     let mut addresses = BTreeMap::new();
     for name in ["cp-0", "cp-1"] {
@@ -759,67 +721,26 @@ async fn machine_up(h: &Harness, name: &str, node: bool) -> String {
 /// it), and its OpenStackMachine. cp-2 gets no OpenStackMachine: only its bootstrap data is
 /// looked at.
 async fn apply_ansible_machine(h: &Harness, name: &str, cp: bool, data: Option<&str>) {
-    let cp_label = if cp {
-        "    cluster.x-k8s.io/control-plane: \"\"\n"
-    } else {
-        ""
-    };
     let data = data.map_or(String::new(), |d| format!("    dataSecretName: {d}\n"));
-    h.apply(&format!(
-        "apiVersion: cluster.x-k8s.io/v1beta2
-kind: Machine
-metadata:
-  name: {name}
-  labels:
-    cluster.x-k8s.io/cluster-name: {CLUSTER}
-{cp_label}spec:
-  clusterName: {CLUSTER}
-  version: {K8S_VERSION}
+    let spec = format!(
+        "  version: {K8S_VERSION}
   bootstrap:
     configRef:
       apiGroup: bootstrap.cluster.x-k8s.io
       kind: AnsibleConfig
       name: {name}
-{data}  infrastructureRef:
-    apiGroup: infrastructure.cluster.x-k8s.io
-    kind: OpenStackMachine
-    name: {name}
-"
-    ))
-    .await;
-    if cp {
-        return;
+{data}"
+    );
+    apply_capi_machine(h, CLUSTER, name, cp, &spec).await;
+    if !cp {
+        apply_osm(h, CLUSTER, name, false, &worker()).await;
     }
-    let m = h
-        .get_dynamic("cluster.x-k8s.io/v1beta2", "Machine", name)
-        .await;
-    let uid = m["metadata"]["uid"].as_str().unwrap();
-    h.apply(&format!(
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: OpenStackMachine
-metadata:
-  name: {name}
-  labels:
-    cluster.x-k8s.io/cluster-name: {CLUSTER}
-  ownerReferences:
-  - apiVersion: cluster.x-k8s.io/v1beta2
-    kind: Machine
-    name: {name}
-    uid: {uid}
-spec:
-{}",
-        common::indent(WORKER, 2)
-    ))
-    .await;
 }
 
 /// AnsibleConfig `name` owned by Machine `name` (as the MachineSet or control plane makes it),
 /// with Kubean targets as the peer provider's cluster template writes them.
 async fn apply_ansible_config(h: &Harness, name: &str, roles: &[&str]) {
-    let m = h
-        .get_dynamic("cluster.x-k8s.io/v1beta2", "Machine", name)
-        .await;
-    let uid = m["metadata"]["uid"].as_str().unwrap();
+    let uid = h.uid("Machine", name).await;
     h.apply(&format!(
         "apiVersion: bootstrap.cluster.x-k8s.io/v1alpha1
 kind: AnsibleConfig

@@ -17,45 +17,19 @@ use kube::Api;
 use machines::*;
 use serde_json::Value;
 
-const SPEC: &str = "identityRef:
-  name: cloud-config
-  cloudName: openstack
-managedSubnets:
-- cidr: 10.4.0.0/24
-managedSecurityGroups:
-  allowAllInClusterTraffic: true
-bastion:
-  enabled: true
-  spec:
-    flavor: m1.small
-    image:
-      filter:
-        name: ubuntu-2404-kube-v1.34
-extensions:
-  networking:
-    kubeNetworkPlugin: cilium
-  loadBalancers:
-    controlPlane:
-      mode: Keepalived
-    ingress:
-      mode: Keepalived
-      floatingIP: true
-  platform:
-    ntp:
-      server: ntp.example.org
-  ssh:
-    generateKeyPair: true
-    user: ubuntu
-";
+/// The cluster: a bastion and the Ansible extensions.
+fn spec() -> String {
+    let ext = common::keepalived_extensions("ubuntu");
+    common::open_spec("10.4.0.0/24", &format!("{}{ext}", common::BASTION))
+}
 
-const CP_MACHINE: &str = "flavor: m1.medium
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-extensions:
-  networkInterfaces:
-    keepalived: ens3
-";
+/// A control-plane machine naming its keepalived interface.
+fn cp_machine() -> String {
+    common::machine_spec(
+        "m1.medium",
+        "extensions:\n  networkInterfaces:\n    keepalived: ens3\n",
+    )
+}
 
 /// `bin/<tool>` of the project virtualenv; absent outside CI → None (printed), in CI → panic.
 fn venv_tool(tool: &str) -> Option<PathBuf> {
@@ -121,18 +95,14 @@ fn ext_status(o: &OpenStackCluster) -> capo_api::extensions::OpenStackClusterSta
 async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     let h = Harness::new("ext").await;
     let _c = start(&h);
-    h.create_cluster("e1", SPEC).await;
+    h.create_cluster("e1", &spec()).await;
     let o = h
-        .wait_cluster("e1", 90, "cluster and bastion ready", |o| {
-            o.status.as_ref().is_some_and(|s| {
-                s.ready
-                    && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
-                    && s.extensions
-                        .as_ref()
-                        .and_then(|e| e.platform.as_ref())
-                        .is_some_and(|p| p.management.is_some())
-            })
-        })
+        .wait_cluster(
+            "e1",
+            90,
+            "cluster and bastion ready",
+            common::bastion_and_extensions_ready,
+        )
         .await;
     let ext = ext_status(&o);
     let cp = ext.load_balancers.clone().unwrap().control_plane.unwrap();
@@ -198,14 +168,8 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
         ("w-0", false),
         ("w-1", false),
     ] {
-        create_machine(
-            &h,
-            "e1",
-            name,
-            is_cp,
-            if is_cp { CP_MACHINE } else { MACHINE },
-        )
-        .await;
+        let spec = if is_cp { cp_machine() } else { MACHINE.into() };
+        create_machine(&h, "e1", name, is_cp, &spec).await;
     }
     for name in ["cp-0", "cp-1", "cp-2", "w-0", "w-1"] {
         wait_machine_ready(&h, name).await;
@@ -312,7 +276,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     wait_machine_gone(&h, "cp-2", 60).await;
     let inventory = wait_inventory(&h, 4).await;
     assert!(!inventory.contains("cp-2"));
-    create_machine(&h, "e1", "cp-3", true, CP_MACHINE).await;
+    create_machine(&h, "e1", "cp-3", true, &cp_machine()).await;
     wait_machine_ready(&h, "cp-3").await;
     let inventory = wait_inventory(&h, 5).await;
     assert!(inventory.contains("cp-3"));

@@ -339,10 +339,7 @@ async fn clusterctl_move_with_lost_status_keeps_the_same_resources() {
     // ...and to the target: the same objects with new UIDs, annotations kept, status lost.
     h.stop();
     h.set_cluster_paused("mv", true).await;
-    let cluster = h
-        .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", "mv")
-        .await;
-    let uid = cluster["metadata"]["uid"].as_str().unwrap().to_owned();
+    let uid = h.uid("Cluster", "mv").await;
     let ep = before.spec.control_plane_endpoint.clone().unwrap();
     h.apply(&format!(
         "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1

@@ -70,21 +70,16 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
     assert!(inv.is_empty(), "left behind: {inv:?}");
 }
 
-const NO_LB: &str = "identityRef:
-  name: cloud-config
-  cloudName: openstack
-managedSubnets:
-- cidr: 10.7.0.0/24
-managedSecurityGroups:
-  allowAllInClusterTraffic: true
-apiServerPort: 8443
-";
+/// A cluster with no load balancer and a non-default API port.
+fn no_lb() -> String {
+    common::open_spec("10.7.0.0/24", "apiServerPort: 8443\n")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_load_balancer_the_endpoint_is_a_floating_ip_deleted_with_the_cluster() {
     let mut h = Harness::new("nolb").await;
     h.start();
-    h.create_cluster("c2", NO_LB).await;
+    h.create_cluster("c2", &no_lb()).await;
     let o = h.wait_ready("c2").await;
     let ep = o.spec.control_plane_endpoint.clone().unwrap();
     assert!(
@@ -216,7 +211,7 @@ async fn paused_cluster_makes_no_cloud_call_until_unpaused() {
     let mut h = Harness::new("paused").await;
     h.start();
     h.sim().control().clear_requests();
-    h.create_cluster_paused("p1", NO_LB, true).await;
+    h.create_cluster_paused("p1", &no_lb(), true).await;
     let o = h
         .wait_cluster("p1", 30, "Paused condition", |o| {
             o.status

@@ -133,14 +133,12 @@ async fn peer_templates_pass_a_strict_server_side_dry_run() {
     assert!(err.contains("notAPeerField"), "{err}");
 }
 
-const CLUSTER: &str = "identityRef:
-  name: cloud-config
-  cloudName: openstack
-managedSubnets:
-- cidr: 10.8.0.0/24
-managedSecurityGroups:
-  allowAllInClusterTraffic: true
-extensions:
+/// A cluster with both keepalived VIPs.
+fn cluster() -> String {
+    common::open_spec("10.8.0.0/24", CLUSTER_EXTENSIONS)
+}
+
+const CLUSTER_EXTENSIONS: &str = "extensions:
   openStack: {}
   loadBalancers:
     controlPlane:
@@ -150,11 +148,11 @@ extensions:
 ";
 
 /// A control-plane machine as the peer's template writes it: both VIPs, a memory reservation.
-const CP_BOTH_VIPS: &str = "flavor: m1.medium
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-extensions:
+fn cp_both_vips() -> String {
+    common::machine_spec("m1.medium", CP_BOTH_VIPS_EXTENSIONS)
+}
+
+const CP_BOTH_VIPS_EXTENSIONS: &str = "extensions:
   loadBalancers:
     controlPlaneVIP: true
     ingressVIP: true
@@ -163,11 +161,11 @@ extensions:
 ";
 
 /// A worker that takes no VIP.
-const WORKER_NO_VIP: &str = "flavor: m1.small
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-extensions:
+fn worker_no_vip() -> String {
+    common::machine_spec("m1.small", WORKER_NO_VIP_EXTENSIONS)
+}
+
+const WORKER_NO_VIP_EXTENSIONS: &str = "extensions:
   loadBalancers:
     ingressVIP: false
 ";
@@ -184,7 +182,7 @@ fn pairs(s: &capo_api::v1alpha1::OpenStackServer) -> Vec<String> {
 async fn peer_paths_carry_the_same_values_and_machine_vip_flags_choose_address_pairs() {
     let h = Harness::new("peerv").await;
     let _c = start(&h);
-    h.create_cluster("p1", CLUSTER).await;
+    h.create_cluster("p1", &cluster()).await;
     let o = h
         .wait_cluster("p1", 90, "cluster ready with its VIPs", |o| {
             o.status.as_ref().is_some_and(|s| {
@@ -217,8 +215,8 @@ async fn peer_paths_carry_the_same_values_and_machine_vip_flags_choose_address_p
         Some(ingress_vip.as_str())
     );
 
-    create_machine(&h, "p1", "cp-0", true, CP_BOTH_VIPS).await;
-    create_machine(&h, "p1", "w-0", false, WORKER_NO_VIP).await;
+    create_machine(&h, "p1", "cp-0", true, &cp_both_vips()).await;
+    create_machine(&h, "p1", "w-0", false, &worker_no_vip()).await;
     create_machine(&h, "p1", "w-1", false, MACHINE).await;
     for name in ["cp-0", "w-0", "w-1"] {
         wait_machine_ready(&h, name).await;
@@ -365,27 +363,15 @@ managedSecurityGroups: {}
 ";
 
 async fn cluster_with_control_plane(h: &Harness, name: &str, kind: &str) {
-    h.apply(&format!(
-        "apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {name}
-spec:
-  controlPlaneRef:
+    let control_plane = format!(
+        "  controlPlaneRef:
     apiGroup: controlplane.cluster.x-k8s.io
     kind: {kind}
     name: {name}
-  infrastructureRef:
-    apiGroup: infrastructure.cluster.x-k8s.io
-    kind: OpenStackCluster
-    name: {name}
 "
-    ))
-    .await;
-    let cluster: Value = h
-        .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
-        .await;
-    let uid = cluster["metadata"]["uid"].as_str().unwrap().to_owned();
+    );
+    h.apply_capi_cluster(name, &control_plane).await;
+    let uid = h.uid("Cluster", name).await;
     h.apply_osc(name, &uid, PEER_CLUSTER).await;
 }
 

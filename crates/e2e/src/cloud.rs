@@ -9,6 +9,7 @@ use capo_openstack::{
     ApiMetrics, ClientConfig, Credentials, Request, Service, Session, SessionCache, compute,
 };
 use capo_sim::{Delays, Sim, SimConfig};
+use capo_testkit::project;
 use serde_json::Value;
 
 /// The cloud name in the sim's clouds.yaml (`OPENSTACK_CLOUD`).
@@ -172,40 +173,23 @@ impl Cloud {
 
     /// The scenario project's resources, by collection.
     pub fn resources(&self) -> BTreeMap<String, Vec<Value>> {
-        let state = self.sim.control().state(Some(&self.project_id));
-        state
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_array().cloned().unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default()
+        project::collections(&self.sim.control().state(Some(&self.project_id)))
     }
 
     /// What a deleted cluster left behind: every resource of the project but its default
     /// security group (and its rules) and the scenario's own key pair. Empty when nothing
     /// leaked.
     pub fn leftovers(&self) -> BTreeMap<String, Vec<String>> {
-        let default_sg: Vec<String> = self
-            .resources()
-            .get("security_groups")
-            .into_iter()
-            .flatten()
-            .filter(|g| g["name"] == "default")
-            .filter_map(|g| g["id"].as_str().map(str::to_owned))
-            .collect();
+        let resources = self.resources();
+        let default_sg = project::default_group_ids(&resources);
         let mut out = BTreeMap::new();
-        for (collection, items) in self.resources() {
+        for (collection, items) in resources {
             let left: Vec<String> = items
                 .iter()
-                .filter(|item| match collection.as_str() {
-                    "security_groups" => item["name"] != "default",
-                    "security_group_rules" => !default_sg
-                        .iter()
-                        .any(|id| item["security_group_id"].as_str() == Some(id)),
-                    "keypairs" => item["name"] != KEY_NAME && item["keypair"]["name"] != KEY_NAME,
-                    _ => true,
+                .filter(|item| {
+                    let own_key = collection == "keypairs"
+                        && (item["name"] == KEY_NAME || item["keypair"]["name"] == KEY_NAME);
+                    !own_key && !project::is_default_group(&collection, item, &default_sg)
                 })
                 .map(|item| {
                     let name = item["name"].as_str().unwrap_or_default();

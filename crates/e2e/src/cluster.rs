@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -12,6 +13,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 use crate::cloud::{CLOUD, Cloud, KEY_NAME};
 
@@ -85,20 +87,29 @@ pub fn template_env(cloud: &Cloud) -> BTreeMap<String, String> {
     .collect()
 }
 
-/// Runs `clusterctl` with `args` and `vars` in the environment (and nothing of the caller's
-/// clusterctl configuration); returns its standard output.
+/// A `clusterctl` command that sees nothing of the caller's environment or clusterctl
+/// configuration: its home is the returned directory (keep it until the command has run), and
+/// it does not look for a newer version.
+pub fn clusterctl_command(clusterctl: &Path) -> Result<(Command, TempDir), String> {
+    let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
+    let mut cmd = Command::new(clusterctl);
+    cmd.env_clear()
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true");
+    Ok((cmd, home))
+}
+
+/// Runs `clusterctl` with `args` and `vars` in the environment (see [`clusterctl_command`]);
+/// returns its standard output.
 fn clusterctl_output(
     clusterctl: &Path,
     args: &[OsString],
     vars: &BTreeMap<String, String>,
 ) -> Result<String, String> {
-    let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
-    let out = std::process::Command::new(clusterctl)
+    let (mut cmd, _home) = clusterctl_command(clusterctl)?;
+    let out = cmd
         .args(args)
-        .env_clear()
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
         .envs(vars)
         .output()
         .map_err(|e| format!("running {}: {e}", clusterctl.display()))?;

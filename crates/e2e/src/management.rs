@@ -147,15 +147,11 @@ impl Management {
     ///   move checks that the target has every provider of the source at the same version or
     ///   newer, and lists Secrets in the infrastructure provider's namespace.
     pub async fn record_clusterctl_init(&self, namespace: &str) -> Result<(), String> {
-        let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
-        let out = tokio::process::Command::new(self.clusterctl())
+        let (cmd, _home) = crate::cluster::clusterctl_command(&self.clusterctl())?;
+        let out = tokio::process::Command::from(cmd)
             .args(["move", "--dry-run", "--kubeconfig"])
             .arg(self.kubeconfig())
             .args(["--namespace", namespace])
-            .env_clear()
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
             .output()
             .await
             .map_err(|e| format!("running clusterctl: {e}"))?;

@@ -160,17 +160,13 @@ async fn endpoint(client: &Client, ns: &str) -> Result<String, String> {
 
 /// `clusterctl move` of `ns` from `from` to `to`; its combined output.
 async fn clusterctl_move(from: &Management, to: &Management, ns: &str) -> Result<String, String> {
-    let home = tempfile::tempdir().map_err(|e| format!("clusterctl home: {e}"))?;
-    let out = tokio::process::Command::new(from.clusterctl())
+    let (cmd, _home) = cluster::clusterctl_command(&from.clusterctl())?;
+    let out = tokio::process::Command::from(cmd)
         .args(["move", "--kubeconfig"])
         .arg(from.kubeconfig())
         .arg("--to-kubeconfig")
         .arg(to.kubeconfig())
         .args(["--namespace", ns, "-v", "1"])
-        .env_clear()
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("CLUSTERCTL_DISABLE_VERSIONCHECK", "true")
         .output()
         .await
         .map_err(|e| format!("running clusterctl move: {e}"))?;

@@ -28,6 +28,7 @@ mod launch;
 pub mod partners;
 pub mod paths;
 mod process;
+pub mod project;
 mod template;
 
 pub use apply::{Rejected, apply_yaml, parse_objects};

@@ -132,26 +132,27 @@ async fn dry_run_files(
     Ok(failures)
 }
 
+/// [`dry_run_files`] on the shared test environment; fails listing every rejected file.
+async fn assert_all_pass_dry_run(files: &[PathBuf], substitute: bool) -> TestResult {
+    let env = shared_env().await?;
+    let _logs = env.logs_on_failure();
+    let failures = dry_run_files(files, substitute).await?;
+    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
+    Ok(())
+}
+
 #[tokio::test]
 async fn upstream_cluster_templates_pass_dry_run() -> TestResult {
     let files = yaml_files(&data_dir("upstream-templates"));
     assert!(files.len() >= 9, "upstream templates missing: {files:?}");
-    let env = shared_env().await?;
-    let _logs = env.logs_on_failure();
-    let failures = dry_run_files(&files, true).await?;
-    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
-    Ok(())
+    assert_all_pass_dry_run(&files, true).await
 }
 
 #[tokio::test]
 async fn v1beta1_and_v1alpha1_examples_pass_dry_run() -> TestResult {
     let files = yaml_files(&data_dir("examples"));
     assert!(!files.is_empty(), "no examples in tests/data/examples");
-    let env = shared_env().await?;
-    let _logs = env.logs_on_failure();
-    let failures = dry_run_files(&files, false).await?;
-    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
-    Ok(())
+    assert_all_pass_dry_run(&files, false).await
 }
 
 #[tokio::test]
@@ -161,11 +162,7 @@ async fn seed_001_book_examples_pass_dry_run() -> TestResult {
         !files.is_empty(),
         "no seed 001 examples in crates/api/tests/data/seed-001/accepted"
     );
-    let env = shared_env().await?;
-    let _logs = env.logs_on_failure();
-    let failures = dry_run_files(&files, false).await?;
-    assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
-    Ok(())
+    assert_all_pass_dry_run(&files, false).await
 }
 
 #[tokio::test]

@@ -99,6 +99,16 @@ pub async fn reconcile(
     })
 }
 
+/// [`reconcile`] with nothing recorded (a first reconcile, or one after the status was lost),
+/// not strict.
+pub async fn reconcile_fresh(
+    env: &Env,
+    o: &Owner,
+    spec: &OpenStackClusterSpec,
+) -> Result<Recorded> {
+    reconcile(env, o, spec, &Recorded::default(), false).await
+}
+
 /// The networking part of the cluster delete, in upstream's order.
 pub async fn delete(
     env: &Env,
@@ -110,6 +120,30 @@ pub async fn delete(
     networking::delete_router(s, o, spec, rec.network.as_ref(), rec.router.as_ref()).await?;
     networking::delete_network(s, o, spec, rec.network.as_ref()).await?;
     networking::delete_security_groups(s, o).await
+}
+
+/// Compare with a checked-in trace; `UPDATE_GOLDEN=1` rewrites it.
+pub fn golden(name: &str, got: &[String]) {
+    let path = format!("{}/tests/golden/{name}.trace", env!("CARGO_MANIFEST_DIR"));
+    let text = got.join("\n") + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text, want,
+        "trace {name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
+    );
+}
+
+/// The requests logged so far, asserting that none of them wrote (`what` wrote nothing);
+/// clears the log.
+pub fn steady_trace(env: &Env, what: &str) -> Vec<String> {
+    let t = trace(env);
+    assert!(writes(env).is_empty(), "{what} wrote: {:?}", writes(env));
+    env.sim.control().clear_requests();
+    t
 }
 
 /// Logged requests as `METHOD /route/{id}` lines.

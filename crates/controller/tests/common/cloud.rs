@@ -122,15 +122,7 @@ impl TestCloud {
     pub async fn items(&self, cache: &SessionCache) -> BTreeMap<String, Vec<Value>> {
         match self {
             TestCloud::Sim(s) => {
-                let state = s.control().state(Some(&self.project()));
-                state
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_array().cloned().unwrap_or_default()))
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                capo_testkit::project::collections(&s.control().state(Some(&self.project())))
             }
             TestCloud::Real(p) => {
                 let admin = Credentials::from_clouds_yaml(&p.admin_yaml, ADMIN, None, None)

@@ -13,7 +13,7 @@ use capo_openstack::{ApiMetrics, ClientConfig, Session, SessionCache};
 use kube::Api;
 use serde_json::Value;
 
-use crate::common::{Harness, indent, patience, spawn_controllers};
+use crate::common::{Harness, patience, poll, spawn_controllers, status_json};
 
 /// The cluster, machine and server controllers of one test; stopped on drop.
 pub struct Controllers {
@@ -34,6 +34,15 @@ impl Drop for Controllers {
 pub fn start(h: &Harness) -> Controllers {
     let (_, stop, tasks) = spawn_controllers(h, true, true);
     Controllers { stop, tasks }
+}
+
+/// A test named `prefix` with the three controllers running and cluster `c1` of `spec` ready.
+pub async fn ready_cluster(prefix: &str, spec: &str) -> (Harness, Controllers) {
+    let h = Harness::new(prefix).await;
+    let c = start(&h);
+    h.create_cluster("c1", spec).await;
+    h.wait_ready("c1").await;
+    (h, c)
 }
 
 /// Start only the machine and server controllers (to measure their requests alone, once the
@@ -70,17 +79,21 @@ image:
     name: ubuntu-2404-kube-v1.34
 ";
 
+/// [`MACHINE`] booting from a 10 GiB Cinder volume.
+pub const BOOT_FROM_VOLUME: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+rootVolume:
+  sizeGiB: 10
+";
+
 /// Bootstrap data of every test machine (must never show up in logs or status).
 pub const BOOTSTRAP: &str = "#cloud-config\nruncmd: [echo not-a-real-secret]\n";
 
 /// A Cluster API Machine `name` of `cluster` (control plane when `cp`), its bootstrap Secret
 /// and its OpenStackMachine with `spec_yaml`, owned by the Machine.
 pub async fn create_machine(h: &Harness, cluster: &str, name: &str, cp: bool, spec_yaml: &str) {
-    let cp_label = if cp {
-        "    cluster.x-k8s.io/control-plane: \"\"\n"
-    } else {
-        ""
-    };
     let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(serde_json::json!({
         "metadata": {"name": format!("{name}-bootstrap"), "namespace": h.ns},
         "stringData": {"value": BOOTSTRAP, "format": "cloud-config"},
@@ -92,6 +105,30 @@ pub async fn create_machine(h: &Harness, cluster: &str, name: &str, cp: bool, sp
         Err(kube::Error::Api(ae)) if ae.code == 409 => {}
         Err(e) => panic!("create bootstrap secret: {e}"),
     }
+    let bootstrap = format!("  bootstrap:\n    dataSecretName: {name}-bootstrap\n");
+    apply_capi_machine(h, cluster, name, cp, &bootstrap).await;
+    apply_osm(h, cluster, name, cp, spec_yaml).await;
+}
+
+/// The label lines of a control-plane object (none for a worker).
+fn control_plane_label(cp: bool) -> &'static str {
+    if cp {
+        "    cluster.x-k8s.io/control-plane: \"\"\n"
+    } else {
+        ""
+    }
+}
+
+/// Apply Cluster API Machine `name` of `cluster` (control plane when `cp`) whose spec has the
+/// `spec_lines` (indented by 2) and refers to OpenStackMachine `name`.
+pub async fn apply_capi_machine(
+    h: &Harness,
+    cluster: &str,
+    name: &str,
+    cp: bool,
+    spec_lines: &str,
+) {
+    let cp_label = control_plane_label(cp);
     h.apply(&format!(
         "apiVersion: cluster.x-k8s.io/v1beta2
 kind: Machine
@@ -101,35 +138,28 @@ metadata:
     cluster.x-k8s.io/cluster-name: {cluster}
 {cp_label}spec:
   clusterName: {cluster}
-  bootstrap:
-    dataSecretName: {name}-bootstrap
-  infrastructureRef:
+{spec_lines}  infrastructureRef:
     apiGroup: infrastructure.cluster.x-k8s.io
     kind: OpenStackMachine
     name: {name}
 "
     ))
     .await;
-    let m: Value = h
-        .get_dynamic("cluster.x-k8s.io/v1beta2", "Machine", name)
-        .await;
-    let uid = m["metadata"]["uid"].as_str().expect("uid").to_owned();
-    let spec = indent(spec_yaml, 2);
-    h.apply(&format!(
-        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: OpenStackMachine
-metadata:
-  name: {name}
-  labels:
-    cluster.x-k8s.io/cluster-name: {cluster}
-{cp_label}  ownerReferences:
-  - apiVersion: cluster.x-k8s.io/v1beta2
-    kind: Machine
-    name: {name}
-    uid: {uid}
-spec:
-{spec}"
-    ))
+}
+
+/// Apply OpenStackMachine `name` with `spec_yaml`, owned by Machine `name` of `cluster`.
+pub async fn apply_osm(h: &Harness, cluster: &str, name: &str, cp: bool, spec_yaml: &str) {
+    let uid = h.uid("Machine", name).await;
+    let owner = ("Machine", uid.as_str());
+    let cp_label = control_plane_label(cp);
+    h.apply_infra(
+        "OpenStackMachine",
+        name,
+        cluster,
+        cp_label,
+        owner,
+        spec_yaml,
+    )
     .await;
 }
 
@@ -151,24 +181,25 @@ pub async fn wait_machine(
     what: &str,
     pred: impl Fn(&OpenStackMachine) -> bool,
 ) -> OpenStackMachine {
-    let deadline = Instant::now() + patience(secs);
-    loop {
-        let o = machines(h).get_opt(name).await.expect("get");
-        if let Some(o) = &o
-            && pred(o)
-        {
-            return o.clone();
-        }
-        if Instant::now() > deadline {
-            let server = servers(h).get_opt(name).await.ok().flatten();
-            panic!(
-                "timed out waiting for {what}: machine {}\nserver {}",
-                serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default(),
-                serde_json::to_string_pretty(&server.map(|o| o.status)).unwrap_or_default()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll(
+        secs,
+        || async {
+            let o = machines(h).get_opt(name).await.expect("get");
+            o.filter(|o| pred(o))
+        },
+        || async {
+            let (m, s) = machine_and_server(h, name).await;
+            format!("timed out waiting for {what}: machine {m}\nserver {s}")
+        },
+    )
+    .await
+}
+
+/// The status of OpenStackMachine `name` and of its OpenStackServer, as JSON.
+async fn machine_and_server(h: &Harness, name: &str) -> (String, String) {
+    let m = machines(h).get_opt(name).await.ok().flatten();
+    let s = servers(h).get_opt(name).await.ok().flatten();
+    (status_json(m), status_json(s))
 }
 
 /// Wait for OpenStackMachine `name` to be ready.
@@ -210,22 +241,19 @@ pub async fn delete_machine(h: &Harness, name: &str) {
 
 /// Wait until OpenStackMachine `name` and its OpenStackServer are gone.
 pub async fn wait_machine_gone(h: &Harness, name: &str, secs: u64) {
-    let deadline = Instant::now() + patience(secs);
-    loop {
-        let m = machines(h).get_opt(name).await.expect("get");
-        let s = servers(h).get_opt(name).await.expect("get");
-        if m.is_none() && s.is_none() {
-            return;
-        }
-        if Instant::now() > deadline {
-            panic!(
-                "machine {name} not deleted: {}\nserver {}",
-                serde_json::to_string_pretty(&m.map(|o| o.status)).unwrap_or_default(),
-                serde_json::to_string_pretty(&s.map(|o| o.status)).unwrap_or_default()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll(
+        secs,
+        || async {
+            let m = machines(h).get_opt(name).await.expect("get");
+            let s = servers(h).get_opt(name).await.expect("get");
+            (m.is_none() && s.is_none()).then_some(())
+        },
+        || async {
+            let (m, s) = machine_and_server(h, name).await;
+            format!("machine {name} not deleted: {m}\nserver {s}")
+        },
+    )
+    .await
 }
 
 /// Items of a simulator collection in the test project (simulator only: synchronous, for
@@ -238,6 +266,13 @@ pub fn sim_items(h: &Harness, collection: &str) -> Vec<Value> {
 /// Items of a collection in the test project, on capo-sim or the real services.
 pub async fn items(h: &Harness, collection: &str) -> Vec<Value> {
     h.items().await.remove(collection).unwrap_or_default()
+}
+
+/// Port `name` of the test project (panics when there is none).
+pub async fn port(h: &Harness, name: &str) -> Value {
+    let ports = items(h, "ports").await;
+    let port = ports.into_iter().find(|p| p["name"] == name);
+    port.unwrap_or_else(|| panic!("no port {name}"))
 }
 
 /// A session of the test project's member, with a cache of its own (to act behind the

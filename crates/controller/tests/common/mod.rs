@@ -12,10 +12,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capo_api::v1beta1::OpenStackCluster;
+use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_controller::{Context, Options};
 use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
 use capo_sim::{Delays, Sim, SimConfig};
+use capo_testkit::project;
 use cloud::TestCloud;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
@@ -170,23 +171,34 @@ impl Harness {
     /// [`Self::create_cluster`] with `Cluster.spec.paused` set as given.
     pub async fn create_cluster_paused(&self, name: &str, spec_yaml: &str, paused: bool) {
         self.set_cluster_paused(name, paused).await;
-        let cluster: Value = self
-            .get_dynamic("cluster.x-k8s.io/v1beta2", "Cluster", name)
-            .await;
-        let uid = cluster["metadata"]["uid"].as_str().expect("uid").to_owned();
+        let uid = self.uid("Cluster", name).await;
         self.apply_osc(name, &uid, spec_yaml).await;
+    }
+
+    /// The UID of Cluster API object `kind` `name` (cluster.x-k8s.io/v1beta2), to own another.
+    pub async fn uid(&self, kind: &str, name: &str) -> String {
+        let o = self
+            .get_dynamic("cluster.x-k8s.io/v1beta2", kind, name)
+            .await;
+        o["metadata"]["uid"].as_str().expect("uid").to_owned()
     }
 
     /// Apply the Cluster API Cluster `name` with `spec.paused`.
     pub async fn set_cluster_paused(&self, name: &str, paused: bool) {
+        self.apply_capi_cluster(name, &format!("  paused: {paused}\n"))
+            .await;
+    }
+
+    /// Apply the Cluster API Cluster `name` pointing at OpenStackCluster `name`, with the
+    /// `spec_lines` (indented by 2) in its spec.
+    pub async fn apply_capi_cluster(&self, name: &str, spec_lines: &str) {
         self.apply(&format!(
             "apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: {name}
 spec:
-  paused: {paused}
-  infrastructureRef:
+{spec_lines}  infrastructureRef:
     apiGroup: infrastructure.cluster.x-k8s.io
     kind: OpenStackCluster
     name: {name}
@@ -197,17 +209,39 @@ spec:
 
     /// Apply OpenStackCluster `name` owned by the Cluster with `uid`.
     pub async fn apply_osc(&self, name: &str, uid: &str, spec_yaml: &str) {
+        self.apply_infra(
+            "OpenStackCluster",
+            name,
+            name,
+            "",
+            ("Cluster", uid),
+            spec_yaml,
+        )
+        .await;
+    }
+
+    /// Apply infrastructure object `kind` `name` of `cluster` (labelled with it, plus the
+    /// `extra_labels` lines), owned by the Cluster API `owner` (kind, UID) of the same name.
+    pub async fn apply_infra(
+        &self,
+        kind: &str,
+        name: &str,
+        cluster: &str,
+        extra_labels: &str,
+        (owner_kind, uid): (&str, &str),
+        spec_yaml: &str,
+    ) {
         let spec = indent(spec_yaml, 2);
         self.apply(&format!(
             "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
-kind: OpenStackCluster
+kind: {kind}
 metadata:
   name: {name}
   labels:
-    cluster.x-k8s.io/cluster-name: {name}
-  ownerReferences:
+    cluster.x-k8s.io/cluster-name: {cluster}
+{extra_labels}  ownerReferences:
   - apiVersion: cluster.x-k8s.io/v1beta2
-    kind: Cluster
+    kind: {owner_kind}
     name: {name}
     uid: {uid}
 spec:
@@ -233,6 +267,12 @@ spec:
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
+    /// The status of OpenStackCluster `name` (panics without one).
+    pub async fn cluster_status(&self, name: &str) -> OpenStackClusterStatus {
+        let o = self.clusters().get(name).await.expect("get");
+        o.status.expect("status")
+    }
+
     /// Wait until `pred` holds for OpenStackCluster `name` (panics after `secs`).
     pub async fn wait_cluster(
         &self,
@@ -241,22 +281,18 @@ spec:
         what: &str,
         pred: impl Fn(&OpenStackCluster) -> bool,
     ) -> OpenStackCluster {
-        let deadline = Instant::now() + patience(secs);
-        loop {
-            let o = self.clusters().get_opt(name).await.expect("get");
-            if let Some(o) = &o
-                && pred(o)
-            {
-                return o.clone();
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "timed out waiting for {what}: {}",
-                    serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        poll(
+            secs,
+            || async {
+                let o = self.clusters().get_opt(name).await.expect("get");
+                o.filter(|o| pred(o))
+            },
+            || async {
+                let o = self.clusters().get_opt(name).await.expect("get");
+                format!("timed out waiting for {what}: {}", status_json(o))
+            },
+        )
+        .await
     }
 
     /// Wait for OpenStackCluster `name` to be Ready.
@@ -269,17 +305,18 @@ spec:
 
     /// Wait until OpenStackCluster `name` is gone.
     pub async fn wait_gone(&self, name: &str, secs: u64) {
-        let deadline = Instant::now() + patience(secs);
-        while self.clusters().get_opt(name).await.expect("get").is_some() {
-            if Instant::now() > deadline {
+        poll(
+            secs,
+            || async {
                 let o = self.clusters().get_opt(name).await.expect("get");
-                panic!(
-                    "OpenStackCluster {name} not deleted: {}",
-                    serde_json::to_string_pretty(&o.map(|o| o.status)).unwrap_or_default()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+                o.is_none().then_some(())
+            },
+            || async {
+                let o = self.clusters().get_opt(name).await.expect("get");
+                format!("OpenStackCluster {name} not deleted: {}", status_json(o))
+            },
+        )
+        .await
     }
 
     /// Delete the Cluster API Cluster and the OpenStackCluster (as Cluster API would).
@@ -314,18 +351,12 @@ spec:
     /// Neutron's own `default` security group and its rules left out).
     pub async fn inventory(&self) -> BTreeMap<String, usize> {
         let items = self.items().await;
-        let default_ids: Vec<String> = items
-            .get("security_groups")
-            .into_iter()
-            .flatten()
-            .filter(|g| g["name"] == "default")
-            .filter_map(|g| g["id"].as_str().map(str::to_owned))
-            .collect();
+        let default_ids = project::default_group_ids(&items);
         let mut out = BTreeMap::new();
         for (k, v) in &items {
             let n = v
                 .iter()
-                .filter(|i| !is_default_group(k, i, &default_ids))
+                .filter(|i| !project::is_default_group(k, i, &default_ids))
                 .count();
             if n > 0 {
                 out.insert(k.clone(), n);
@@ -336,19 +367,9 @@ spec:
 
     /// Write requests (non-GET) seen by the simulator so far, as `METHOD path`.
     pub fn writes(&self) -> Vec<String> {
-        self.sim()
-            .control()
-            .requests()
-            .into_iter()
-            .filter(|r| r.method != "GET" && r.service != "identity")
-            .map(|r| {
-                format!(
-                    "{} {}",
-                    r.method,
-                    capo_sim::control::route_template(&r.path)
-                )
-            })
-            .collect()
+        let mut reqs = self.requests();
+        reqs.retain(|r| !r.starts_with("GET "));
+        reqs
     }
 
     /// OpenStack requests seen so far (identity excluded), as `METHOD templated-path`.
@@ -412,21 +433,113 @@ impl Drop for Harness {
     }
 }
 
-fn is_default_group(collection: &str, item: &Value, default_ids: &[String]) -> bool {
-    match collection {
-        "security_groups" => item["name"] == "default",
-        "security_group_rules" => item["security_group_id"]
-            .as_str()
-            .is_some_and(|id| default_ids.iter().any(|d| d == id)),
-        _ => false,
-    }
-}
-
 /// How long a wait of `secs` (sized for capo-sim) may take: four times longer on the real
 /// services, where an Octavia load balancer takes 6 to 70 s to become ACTIVE on a loaded
 /// 2-core machine.
 pub fn patience(secs: u64) -> Duration {
     Duration::from_secs(if cloud::is_real() { secs * 4 } else { secs })
+}
+
+/// Poll `probe` every 50 ms until it returns a value; after `secs` (times [`patience`]), panic
+/// with what `timeout` says.
+pub async fn poll<T, P, M>(
+    secs: u64,
+    mut probe: impl FnMut() -> P,
+    timeout: impl FnOnce() -> M,
+) -> T
+where
+    P: Future<Output = Option<T>>,
+    M: Future<Output = String>,
+{
+    let deadline = Instant::now() + patience(secs);
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("{}", timeout().await);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The status of an object that may be absent, as pretty JSON (for timeout messages).
+pub fn status_json<K: kube::Resource + serde::Serialize>(o: Option<K>) -> String {
+    let v = o.map(|o| serde_json::to_value(o).unwrap_or_default()["status"].clone());
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// A test cluster's spec: the identity of [`Harness::new`], a managed subnet `cidr` whose
+/// machines may all talk to each other, then `rest`.
+pub fn open_spec(cidr: &str, rest: &str) -> String {
+    format!(
+        "identityRef:
+  name: cloud-config
+  cloudName: openstack
+managedSubnets:
+- cidr: {cidr}
+managedSecurityGroups:
+  allowAllInClusterTraffic: true
+{rest}"
+    )
+}
+
+/// Whether the cluster is ready with its bastion's floating IP and the management address of
+/// its extensions (what the Ansible tests wait for).
+pub fn bastion_and_extensions_ready(o: &OpenStackCluster) -> bool {
+    o.status.as_ref().is_some_and(|s| {
+        s.ready
+            && s.bastion.as_ref().is_some_and(|b| b.floating_ip.is_some())
+            && s.extensions
+                .as_ref()
+                .and_then(|e| e.platform.as_ref())
+                .is_some_and(|p| p.management.is_some())
+    })
+}
+
+/// A bastion on the seeded flavor and image (a cluster spec fragment).
+pub const BASTION: &str = "bastion:
+  enabled: true
+  spec:
+    flavor: m1.small
+    image:
+      filter:
+        name: ubuntu-2404-kube-v1.34
+";
+
+/// The BA/ACP extensions of the Ansible tests (a cluster spec fragment): cilium, keepalived
+/// VIPs for the control plane and the ingress (with a floating IP), an NTP server, and a
+/// generated SSH key pair for `ssh_user`.
+pub fn keepalived_extensions(ssh_user: &str) -> String {
+    format!(
+        "extensions:
+  networking:
+    kubeNetworkPlugin: cilium
+  loadBalancers:
+    controlPlane:
+      mode: Keepalived
+    ingress:
+      mode: Keepalived
+      floatingIP: true
+  platform:
+    ntp:
+      server: ntp.example.org
+  ssh:
+    generateKeyPair: true
+    user: {ssh_user}
+"
+    )
+}
+
+/// A machine spec of `flavor` on the seeded image (by Glance name filter), then `rest`.
+pub fn machine_spec(flavor: &str, rest: &str) -> String {
+    format!(
+        "flavor: {flavor}
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+{rest}"
+    )
 }
 
 /// Indent every line of `text` by `n` spaces.

@@ -35,10 +35,7 @@ fn cluster_says(o: &OpenStackCluster, needle: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_flavor_and_image_are_named_and_nothing_is_created() {
-    let h = Harness::new("badspec").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("badspec", CLUSTER_FIP).await;
     let no_flavor = MACHINE.replace("m1.small", "m1.no-such-flavor");
     let no_image = MACHINE.replace("ubuntu-2404-kube-v1.34", "no-such-image");
     create_machine(&h, "c1", "w-flavor", false, &no_flavor).await;

@@ -8,14 +8,6 @@ use capo_controller::conditions;
 use capo_sim::FaultSpec;
 use kube::api::{Patch, PatchParams};
 
-const BOOT_FROM_VOLUME: &str = "flavor: m1.small
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-rootVolume:
-  sizeGiB: 10
-";
-
 fn named(h: &Harness, prefix: &str) -> [usize; 3] {
     ["servers", "ports", "volumes"].map(|col| {
         sim_items(h, col)
@@ -108,10 +100,7 @@ fn transient(method: &str, path: &str, status: u16, count: u32) -> FaultSpec {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transient_errors_on_every_step_recover() {
-    let h = Harness::new("mtransient").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_LB).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("mtransient", CLUSTER_LB).await;
     h.sim()
         .control()
         .add_faults(vec![
@@ -146,10 +135,7 @@ async fn transient_errors_on_every_step_recover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_cluster_gets_no_server_until_unpaused() {
-    let h = Harness::new("mpause").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("mpause", CLUSTER_FIP).await;
     let capi: kube::Api<capo_controller::capi::Cluster> =
         kube::Api::namespaced(h.client.clone(), &h.ns);
     let pause = |v: bool| serde_json::json!({"spec": {"paused": v}});

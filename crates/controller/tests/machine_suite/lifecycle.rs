@@ -11,10 +11,7 @@ async fn members(h: &Harness) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_and_control_plane_with_load_balancer() {
-    let h = Harness::new("mlb").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_LB).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("mlb", CLUSTER_LB).await;
     create_machine(&h, "c1", "c1-cp-0", true, MACHINE).await;
     create_machine(&h, "c1", "c1-md-0", false, MACHINE).await;
     for name in ["c1-cp-0", "c1-md-0"] {
@@ -67,18 +64,9 @@ async fn worker_and_control_plane_with_load_balancer() {
         .into_iter()
         .find(|s| s["name"] == "c1-md-0")
         .unwrap();
-    let ports = items(&h, "ports").await;
-    let port = ports.iter().find(|p| p["name"] == "c1-md-0-0").unwrap();
-    let worker_sg = h
-        .clusters()
-        .get("c1")
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .worker_security_group
-        .unwrap()
-        .id;
+    let port = port(&h, "c1-md-0-0").await;
+    let worker_sg = h.cluster_status("c1").await.worker_security_group.unwrap();
+    let worker_sg = worker_sg.id;
     assert_eq!(port["security_groups"], serde_json::json!([worker_sg]));
     assert!(
         server["metadata"]["capo-server-uid"].is_string(),

@@ -14,6 +14,12 @@ async fn fips(h: &Harness) -> Vec<Value> {
     items(h, "floatingips").await
 }
 
+/// The API endpoint's host of cluster `c1`.
+async fn api_host(h: &Harness) -> Option<String> {
+    let o = h.clusters().get("c1").await.unwrap();
+    o.spec.control_plane_endpoint.unwrap().host
+}
+
 async fn members(h: &Harness) -> usize {
     items(h, "members").await.len()
 }
@@ -25,16 +31,8 @@ async fn delete_all(h: &Harness, names: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
-    let h = Harness::new("scalelb").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_LB).await;
-    let endpoint = h
-        .wait_ready("c1")
-        .await
-        .spec
-        .control_plane_endpoint
-        .unwrap()
-        .host;
+    let (h, _c) = ready_cluster("scalelb", CLUSTER_LB).await;
+    let endpoint = api_host(&h).await;
     add_machines(&h, &["cp-0"], true).await;
     assert_eq!(members(&h).await, 1);
     add_machines(&h, &["cp-1", "cp-2"], true).await;
@@ -57,17 +55,8 @@ async fn control_plane_scaling_keeps_lb_members_equal_to_live_machines() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_plane_scaling_without_lb_keeps_the_api_floating_ip() {
-    let h = Harness::new("scalefip").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    let endpoint = h
-        .wait_ready("c1")
-        .await
-        .spec
-        .control_plane_endpoint
-        .unwrap()
-        .host
-        .unwrap();
+    let (h, _c) = ready_cluster("scalefip", CLUSTER_FIP).await;
+    let endpoint = api_host(&h).await.unwrap();
     let api_fip = async |h: &Harness| {
         let f = fips(h).await;
         assert_eq!(f.len(), 1, "exactly the API floating IP: {f:?}");

@@ -20,10 +20,7 @@ async fn server_names(h: &Harness) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_control_plane_two_workers_scaled_and_deleted_leave_nothing() {
-    let h = Harness::new("three2").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_LB).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("three2", CLUSTER_LB).await;
     add_machines(&h, &["cp-0", "cp-1", "cp-2"], true).await;
     add_machines(&h, &["md-0", "md-1"], false).await;
     assert_eq!(

@@ -11,14 +11,6 @@ use capo_openstack::{ApiMetrics, ClientConfig, Credentials, SessionCache};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
 
-const BOOT_FROM_VOLUME: &str = "flavor: m1.small
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-rootVolume:
-  sizeGiB: 10
-";
-
 fn named(h: &Harness, col: &str, prefix: &str) -> usize {
     sim_items(h, col)
         .iter()
@@ -73,10 +65,7 @@ async fn move_server(h: &Harness, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_after_move_and_image_deletion_leaves_nothing() {
-    let h = Harness::new("move").await;
-    let c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, c) = ready_cluster("move", CLUSTER_FIP).await;
     create_machine(&h, "c1", "w-mv", false, BOOT_FROM_VOLUME).await;
     wait_machine_ready(&h, "w-mv").await;
     drop(c);
@@ -127,10 +116,7 @@ async fn delete_after_move_and_image_deletion_leaves_nothing() {
 /// the Cluster resumes (found by the end-to-end `clusterctl move` scenario).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moved_server_resumes_with_its_cluster() {
-    let h = Harness::new("move-resume").await;
-    let c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, c) = ready_cluster("move-resume", CLUSTER_FIP).await;
     create_machine(&h, "c1", "w-rs", false, MACHINE).await;
     wait_machine_ready(&h, "w-rs").await;
     let instance = servers(&h)

@@ -1,30 +1,15 @@
 //! The bastion is an OpenStackServer: with the server controller running, a cluster with a
 //! bastion gets it ACTIVE with a floating IP, and deleting the cluster removes it all.
-use crate::common::Harness;
+use crate::common::{BASTION, Harness, open_spec};
 use crate::machines::*;
 use capo_controller::conditions::is_true;
-
-const WITH_BASTION: &str = "identityRef:
-  name: cloud-config
-  cloudName: openstack
-managedSubnets:
-- cidr: 10.9.0.0/24
-managedSecurityGroups:
-  allowAllInClusterTraffic: true
-bastion:
-  enabled: true
-  spec:
-    flavor: m1.small
-    image:
-      filter:
-        name: ubuntu-2404-kube-v1.34
-";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     let h = Harness::new("bastion").await;
     let _c = start(&h);
-    h.create_cluster("c1", WITH_BASTION).await;
+    h.create_cluster("c1", &open_spec("10.9.0.0/24", BASTION))
+        .await;
     let o = h
         .wait_cluster("c1", 60, "bastion ready", |o| {
             o.status
@@ -41,21 +26,9 @@ async fn bastion_server_comes_up_and_goes_away_with_the_cluster() {
     assert!(b.floating_ip.is_some(), "{b:?}");
     let oss = servers(&h).get("c1-bastion").await.unwrap();
     assert!(oss.status.unwrap().ready);
-    let port = items(&h, "ports")
-        .await
-        .into_iter()
-        .find(|p| p["name"] == "c1-bastion-0")
-        .unwrap();
-    let bastion_sg = h
-        .clusters()
-        .get("c1")
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .bastion_security_group
-        .unwrap()
-        .id;
+    let port = port(&h, "c1-bastion-0").await;
+    let bastion_sg = h.cluster_status("c1").await.bastion_security_group.unwrap();
+    let bastion_sg = bastion_sg.id;
     assert_eq!(port["security_groups"], serde_json::json!([bastion_sg]));
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;

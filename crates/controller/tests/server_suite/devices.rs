@@ -65,10 +65,7 @@ async fn publish_orc_image(h: &Harness, id: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_ports_trunk_server_group_and_orc_image() {
-    let h = Harness::new("dev").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("dev", CLUSTER_FIP).await;
     let s = session(&h).await;
     let req = Request::post(
         Service::Compute,

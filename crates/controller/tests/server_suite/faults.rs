@@ -41,20 +41,9 @@ fn posts(h: &Harness, suffix: &str) -> usize {
         .count()
 }
 
-const BOOT_FROM_VOLUME: &str = "flavor: m1.small
-image:
-  filter:
-    name: ubuntu-2404-kube-v1.34
-rootVolume:
-  sizeGiB: 10
-";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_replies_on_creates_yield_exactly_one_of_each() {
-    let h = Harness::new("lost").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("lost", CLUSTER_FIP).await;
     h.sim()
         .control()
         .add_faults(vec![
@@ -83,10 +72,7 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_valid_host_is_reported_then_retried_until_ready() {
-    let h = Harness::new("nvh").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("nvh", CLUSTER_FIP).await;
     h.sim().control().fail_builds("^w-nvh$", 1).unwrap();
     create_machine(&h, "c1", "w-nvh", false, MACHINE).await;
     let seen_fault = AtomicBool::new(false);
@@ -252,10 +238,7 @@ async fn a_stopped_server_makes_the_machine_not_ready_until_it_runs_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quota_exceeded_on_create_is_reported_and_retried() {
-    let h = Harness::new("quota").await;
-    let _c = start(&h);
-    h.create_cluster("c1", CLUSTER_FIP).await;
-    h.wait_ready("c1").await;
+    let (h, _c) = ready_cluster("quota", CLUSTER_FIP).await;
     let quota: FaultSpec = serde_json::from_value(serde_json::json!({
         "method": "POST",
         "path_regex": "/servers$",
