@@ -1,6 +1,7 @@
 //! Neutron v2.0: shared helpers (creation defaults, visibility, listing, quotas, tags) and routes.
 
 pub mod floatingips;
+pub mod handlers;
 pub mod ipam;
 pub mod networks;
 pub mod ports;
