@@ -16,7 +16,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{MethodFilter, get, on};
 use parking_lot::MutexGuard;
 use serde_json::{Map, Value, json};
 
@@ -897,27 +897,26 @@ pub fn routes() -> Router<AppState> {
                 get(move |s, c, Path(id): Path<String>| {
                     tags::tags_get(s, c, Path((col.to_string(), id)))
                 })
-                .put(move |s, c, Path(id): Path<String>, b| {
-                    tags::tags_put(s, c, Path((col.to_string(), id)), b)
-                })
-                .post(move |s, c, Path(id): Path<String>, b| {
-                    tags::tags_post(s, c, Path((col.to_string(), id)), b)
-                })
+                .merge(on(
+                    MethodFilter::PUT.or(MethodFilter::POST),
+                    move |s, c, m, Path(id): Path<String>, b| {
+                        tags::tags_set(s, c, m, Path((col.to_string(), id)), b)
+                    },
+                ))
                 .delete(move |s, c, Path(id): Path<String>| {
                     tags::tags_clear(s, c, Path((col.to_string(), id)))
                 }),
             )
             .route(
                 &format!("{P}/{}/{{id}}/tags/{{tag}}", k.url),
-                get(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                })
-                .put(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                })
-                .delete(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                }),
+                on(
+                    MethodFilter::GET
+                        .or(MethodFilter::PUT)
+                        .or(MethodFilter::DELETE),
+                    move |s, c, m, Path((id, t)): Path<(String, String)>| {
+                        tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
+                    },
+                ),
             );
     }
     r.merge(networks::routes())
