@@ -4,13 +4,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::compute::servers::{find, not_found};
 use crate::compute::{SVC, bad, conflict, nf};
 use crate::error::ApiResult;
 use crate::http::{AppState, Ctx, body, ok};
-use crate::world::now_str;
+use crate::world::{Rec, World, now_str};
 
 const COL: &str = "servers";
 
@@ -55,6 +55,19 @@ pub async fn action(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
+/// The server to change and the request body; Nova's 404 comes before a malformed body's 400.
+fn server_and_body<'a>(
+    w: &'a mut World,
+    ctx: &Ctx,
+    id: &str,
+    b: &[u8],
+) -> ApiResult<(&'a mut Rec, Value)> {
+    find(w, ctx, id)?;
+    let req = body(SVC, b)?;
+    let r = w.get_mut(COL, id).ok_or_else(|| not_found(id))?;
+    Ok((r, req))
+}
+
 /// Handler.
 pub async fn metadata(
     State(st): State<AppState>,
@@ -64,9 +77,7 @@ pub async fn metadata(
     b: Bytes,
 ) -> ApiResult {
     let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let req = body(SVC, &b)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
+    let (r, req) = server_and_body(&mut w, &ctx, &id, &b)?;
     match method.as_str() {
         "PUT" => r.body["metadata"] = req["metadata"].clone(),
         "POST" => {
@@ -88,9 +99,7 @@ pub async fn tags(
     b: Bytes,
 ) -> ApiResult {
     let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let req = body(SVC, &b)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
+    let (r, req) = server_and_body(&mut w, &ctx, &id, &b)?;
     match method.as_str() {
         "PUT" => r.body["tags"] = req["tags"].clone(),
         "DELETE" => {
