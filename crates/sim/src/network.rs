@@ -633,21 +633,6 @@ fn page(items: Vec<Value>, q: &Query, base: &str) -> (Vec<Value>, Vec<Value>) {
     (page, links)
 }
 
-/// Plain list.
-pub fn list(st: &Shared, ctx: &Ctx, q: &Query, col: &str) -> ApiResult {
-    list_with(st, ctx, q, col, &[], &|_| true)
-}
-
-/// Show one resource.
-pub fn show(st: &Shared, ctx: &Ctx, q: &Query, col: &str, id: &str) -> ApiResult {
-    let w = lock(st, ctx);
-    let rec = find(&w, ctx, col, id)?;
-    let mut items = [render(&w, col, rec)];
-    filter::select_fields(&mut items, q);
-    let [item] = items;
-    ok(json!({kind(col).one: item}))
-}
-
 /// 201 with `{one: body}`.
 pub fn created(col: &str, v: Value) -> ApiResult {
     Ok(reply(StatusCode::CREATED, json!({kind(col).one: v})))

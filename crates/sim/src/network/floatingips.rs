@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiResult};
 use crate::http::{AppState, Ctx, ok};
 use crate::network::handlers::{
-    create_route, delete_route, list_route, resource_routes, update_with,
+    create_route, delete_route, list_route, put_route, resource_routes,
 };
 use crate::network::ports::{create_port, remove_port};
 use crate::network::{SVC, check_quota, find, find_owned, new_body, not_found, touch};
@@ -231,6 +231,6 @@ pub fn routes() -> Router<AppState> {
     resource_routes(
         COL,
         list_route(COL).merge(create_route(COL, create)),
-        update_with(COL, update).merge(delete_route(delete)),
+        put_route(Some(COL), update).merge(delete_route(delete)),
     )
 }

@@ -9,23 +9,24 @@ use axum::routing::{MethodRouter, delete, get, post, put};
 use serde_json::{Value, json};
 
 use crate::error::ApiResult;
+use crate::filter;
 use crate::http::{AppState, Ctx, Query, body, empty, ok};
 use crate::network::{
-    P, SVC, apply_update, created, find_owned, kind, list, lock, render, req_member, show,
+    P, SVC, apply_update, created, find, find_owned, kind, list_with, lock, render, req_member,
 };
 use crate::world::World;
 
 /// A resource's creation: validates the unwrapped request and stores it, returning the wire body.
 pub type CreateFn = fn(&mut World, &Ctx, Value) -> ApiResult<Value>;
-/// A request on one resource (`id`, request body) answering the whole reply.
-pub type MemberFn = fn(&mut World, &Ctx, &str, Value) -> ApiResult;
 /// A resource's deletion: checks it may go and removes it (and what depends on it).
 pub type DeleteFn = fn(&mut World, &Ctx, &str) -> ApiResult<()>;
 
 /// `GET /{resource}`: the plain list.
 pub fn list_route(col: &'static str) -> MethodRouter<AppState> {
     get(
-        move |State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, col) },
+        move |State(st): State<AppState>, ctx: Ctx, q: Query| async move {
+            list_with(&st, &ctx, &q, col, &[], &|_| true)
+        },
     )
 }
 
@@ -42,25 +43,14 @@ pub fn create_route(col: &'static str, create: CreateFn) -> MethodRouter<AppStat
 
 /// `PUT /{resource}/{id}` for resources whose update only changes `fields`.
 pub fn update_route(col: &'static str, fields: &'static [&'static str]) -> MethodRouter<AppState> {
-    update_with(col, move |w, ctx, id, req| {
+    put_route(Some(col), move |w, ctx, id, req| {
         update_owned(w, ctx, col, id, &req, fields)
     })
 }
 
-/// `PUT /{resource}/{id}`: unwrap the member, lock, `update`.
-pub fn update_with<F>(col: &'static str, update: F) -> MethodRouter<AppState>
-where
-    F: Fn(&mut World, &Ctx, &str, Value) -> ApiResult + Clone + Send + Sync + 'static,
-{
-    put_with(Some(col), update)
-}
-
-/// `PUT /{resource}/{id}/{action}` (router interfaces): the whole body, lock, `action`.
-pub fn action_route(action: MemberFn) -> MethodRouter<AppState> {
-    put_with(None, action)
-}
-
-fn put_with<F>(member: Option<&'static str>, f: F) -> MethodRouter<AppState>
+/// `PUT /{resource}/{id}[/{action}]`: the body (unwrapped from `{member: ...}` when given, as
+/// updates have it; whole for router actions), lock, `f`.
+pub fn put_route<F>(member: Option<&'static str>, f: F) -> MethodRouter<AppState>
 where
     F: Fn(&mut World, &Ctx, &str, Value) -> ApiResult + Clone + Send + Sync + 'static,
 {
@@ -115,7 +105,11 @@ pub fn resource_routes(
     let url = kind(col).url;
     let show_route = get(
         move |State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move {
-            show(&st, &ctx, &q, col, &id)
+            let w = lock(&st, &ctx);
+            let mut items = [render(&w, col, find(&w, &ctx, col, &id)?)];
+            filter::select_fields(&mut items, &q);
+            let [item] = items;
+            ok(json!({kind(col).one: item}))
         },
     );
     Router::new()

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::{AppState, Ctx, Query, ok};
-use crate::network::handlers::{delete_route, resource_routes, update_with};
+use crate::network::handlers::{delete_route, put_route, resource_routes};
 use crate::network::ipam::{self, is_slaac, parse_ip};
 use crate::network::{
     SVC, apply_update, check_quota, created, find, find_owned, list_with, lock, new_body,
@@ -410,7 +410,7 @@ pub fn routes() -> Router<AppState> {
             },
         )
         .post(create),
-        update_with(COL, |w, ctx, id, req| {
+        put_route(Some(COL), |w, ctx, id, req| {
             ok(json!({"port": update_port(w, ctx, id, req)?}))
         })
         .merge(delete_route(delete)),

@@ -6,8 +6,7 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiResult};
 use crate::http::{AppState, Ctx, ok};
 use crate::network::handlers::{
-    action_route, create_route, delete_route, list_route, resource_routes, update_owned,
-    update_with,
+    create_route, delete_route, list_route, put_route, resource_routes, update_owned,
 };
 use crate::network::ports::{create_port, remove_port, update_port};
 use crate::network::{P, SVC, check_quota, find, find_owned, new_body};
@@ -255,14 +254,14 @@ pub fn routes() -> Router<AppState> {
     resource_routes(
         COL,
         list_route(COL).merge(create_route(COL, create)),
-        update_with(COL, update).merge(delete_route(delete)),
+        put_route(Some(COL), update).merge(delete_route(delete)),
     )
     .route(
         &format!("{P}/routers/{{id}}/add_router_interface"),
-        action_route(add_interface),
+        put_route(None, add_interface),
     )
     .route(
         &format!("{P}/routers/{{id}}/remove_router_interface"),
-        action_route(remove_interface),
+        put_route(None, remove_interface),
     )
 }
