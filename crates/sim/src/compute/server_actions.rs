@@ -2,15 +2,15 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::compute::servers::{find, not_found};
 use crate::compute::{SVC, bad, conflict, nf};
 use crate::error::ApiResult;
 use crate::http::{AppState, Ctx, body, ok};
-use crate::world::{Rec, World, now_str};
+use crate::world::now_str;
 
 const COL: &str = "servers";
 
@@ -55,67 +55,41 @@ pub async fn action(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-/// The server to change and the request body; Nova's 404 comes before a malformed body's 400.
-fn server_and_body<'a>(
-    w: &'a mut World,
-    ctx: &Ctx,
-    id: &str,
-    b: &[u8],
-) -> ApiResult<(&'a mut Rec, Value)> {
-    find(w, ctx, id)?;
-    let req = body(SVC, b)?;
-    let r = w.get_mut(COL, id).ok_or_else(|| not_found(id))?;
-    Ok((r, req))
-}
-
-/// Handler.
-pub async fn metadata(
+/// A server's `metadata` (`PUT` replaces, `POST` merges) or `tags` (`PUT` replaces, `DELETE`
+/// clears, 204); `GET` shows them. Nova's 404 comes before a malformed body's 400.
+pub async fn attribute(
+    key: &'static str,
     State(st): State<AppState>,
     ctx: Ctx,
-    method: axum::http::Method,
+    method: Method,
     Path(id): Path<String>,
     b: Bytes,
 ) -> ApiResult {
     let mut w = st.world();
-    let (r, req) = server_and_body(&mut w, &ctx, &id, &b)?;
+    find(&w, &ctx, &id)?;
+    let req = body(SVC, &b)?;
+    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
     match method.as_str() {
-        "PUT" => r.body["metadata"] = req["metadata"].clone(),
+        "PUT" => r.body[key] = req[key].clone(),
         "POST" => {
-            for (k, v) in req["metadata"].as_object().into_iter().flatten() {
-                r.body["metadata"][k] = v.clone();
+            for (k, v) in req[key].as_object().into_iter().flatten() {
+                r.body[key][k] = v.clone();
             }
         }
-        _ => {}
-    }
-    ok(json!({"metadata": r.body["metadata"]}))
-}
-
-/// Handler.
-pub async fn tags(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let mut w = st.world();
-    let (r, req) = server_and_body(&mut w, &ctx, &id, &b)?;
-    match method.as_str() {
-        "PUT" => r.body["tags"] = req["tags"].clone(),
         "DELETE" => {
-            r.body["tags"] = json!([]);
+            r.body[key] = json!([]);
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         _ => {}
     }
-    ok(json!({"tags": r.body["tags"]}))
+    ok(json!({key: r.body[key]}))
 }
 
 /// Handler.
 pub async fn tag(
     State(st): State<AppState>,
     ctx: Ctx,
-    method: axum::http::Method,
+    method: Method,
     Path((id, tag)): Path<(String, String)>,
 ) -> ApiResult {
     let mut w = st.world();
