@@ -192,6 +192,19 @@ pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, V
     Ok((project, Value::Object(out)))
 }
 
+/// The `network_id` a new subnet or port names, or Neutron's 400.
+pub fn network_id(body: &Value) -> ApiResult<String> {
+    body["network_id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                SVC,
+                "Failed to parse request. Required attribute 'network_id' not specified",
+            )
+        })
+}
+
 /// Apply an update: only `allowed` keys may change; bumps revision and updated_at.
 pub fn apply_update(body: &mut Value, req: &Value, allowed: &[&str]) -> ApiResult<()> {
     for (k, v) in req.as_object().into_iter().flatten() {

@@ -360,11 +360,7 @@ fn update(
 ) -> ApiResult {
     let req = member(SVC, body(SVC, b)?, one)?;
     let mut w = st.world();
-    let lb = find(&w, ctx, col, what, id)?.body["_lb"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    lock_lb(&mut w, &lb)?;
+    lock_parent(&mut w, ctx, col, what, id)?;
     let r = w
         .get_mut(col, id)
         .ok_or_else(|| crate::loadbalancer::nf(what, id))?;
@@ -379,13 +375,18 @@ fn update(
     ok(json!({one: render(&w, col, &r)}))
 }
 
-fn delete(st: &AppState, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult {
-    let mut w = st.world();
-    let lb = find(&w, ctx, col, what, id)?.body["_lb"]
+/// Mark the load balancer of a child PENDING_UPDATE (Octavia's 409 unless it is ACTIVE).
+fn lock_parent(w: &mut World, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult<()> {
+    let lb = find(w, ctx, col, what, id)?.body["_lb"]
         .as_str()
         .unwrap_or("")
         .to_string();
-    lock_lb(&mut w, &lb)?;
+    lock_lb(w, &lb)
+}
+
+fn delete(st: &AppState, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult {
+    let mut w = st.world();
+    lock_parent(&mut w, ctx, col, what, id)?;
     let mut doomed = vec![(col.to_string(), id.to_string())];
     if col == "pools" {
         for c in ["members", "healthmonitors"] {

@@ -13,8 +13,8 @@ use crate::http::{AppState, Ctx, Query, ok};
 use crate::network::handlers::{delete_route, put_route, resource_routes};
 use crate::network::ipam::{self, is_slaac, parse_ip};
 use crate::network::{
-    SVC, apply_update, check_quota, created, find, find_owned, list_with, lock, new_body,
-    not_found, req_member,
+    SVC, apply_update, check_quota, created, find, find_owned, list_with, lock, network_id,
+    new_body, not_found, req_member,
 };
 use crate::world::World;
 
@@ -155,15 +155,7 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let (project, mut body) = new_body(ctx, &req, defaults(&mac))?;
     check_tags(&body["tags"])?;
     body["tags"] = json!([]);
-    let net_id = body["network_id"]
-        .as_str()
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                SVC,
-                "Failed to parse request. Required attribute 'network_id' not specified",
-            )
-        })?
-        .to_string();
+    let net_id = network_id(&body)?;
     let net = find(w, ctx, "networks", &net_id)?.body.clone();
     if !ctx.owns(net["project_id"].as_str().unwrap_or("")) && net["shared"] != json!(true) {
         return Err(not_found("networks", &net_id));

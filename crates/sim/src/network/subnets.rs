@@ -9,7 +9,7 @@ use crate::network::handlers::{
     create_route, delete_route, list_route, resource_routes, update_route,
 };
 use crate::network::ipam::{Cidr, default_pools, fmt_ip, parse_ip};
-use crate::network::{SVC, check_quota, find, find_owned, new_body, not_found};
+use crate::network::{SVC, check_quota, find, find_owned, network_id, new_body, not_found};
 use crate::world::World;
 
 const COL: &str = "subnets";
@@ -48,15 +48,7 @@ pub fn create_subnet(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let gateway_given = req.get("gateway_ip").is_some();
     let pools_given = req.get("allocation_pools").is_some();
     let (project, mut body) = new_body(ctx, &req, defaults())?;
-    let net_id = body["network_id"]
-        .as_str()
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                SVC,
-                "Failed to parse request. Required attribute 'network_id' not specified",
-            )
-        })?
-        .to_string();
+    let net_id = network_id(&body)?;
     let net = w
         .get("networks", &net_id)
         .filter(|n| ctx.owns(&n.project))
