@@ -1,6 +1,7 @@
 //! Neutron v2.0: shared helpers (creation defaults, visibility, listing, quotas, tags) and routes.
 
 pub mod floatingips;
+pub mod handlers;
 pub mod ipam;
 pub mod networks;
 pub mod ports;
@@ -15,7 +16,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{MethodFilter, get, on};
 use parking_lot::MutexGuard;
 use serde_json::{Map, Value, json};
 
@@ -189,6 +190,19 @@ pub fn new_body(ctx: &Ctx, req: &Value, defaults: Value) -> ApiResult<(String, V
     }
     out.entry("description").or_insert(json!(""));
     Ok((project, Value::Object(out)))
+}
+
+/// The `network_id` a new subnet or port names, or Neutron's 400.
+pub fn network_id(body: &Value) -> ApiResult<String> {
+    body["network_id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                SVC,
+                "Failed to parse request. Required attribute 'network_id' not specified",
+            )
+        })
 }
 
 /// Apply an update: only `allowed` keys may change; bumps revision and updated_at.
@@ -632,21 +646,6 @@ fn page(items: Vec<Value>, q: &Query, base: &str) -> (Vec<Value>, Vec<Value>) {
     (page, links)
 }
 
-/// Plain list.
-pub fn list(st: &Shared, ctx: &Ctx, q: &Query, col: &str) -> ApiResult {
-    list_with(st, ctx, q, col, &[], &|_| true)
-}
-
-/// Show one resource.
-pub fn show(st: &Shared, ctx: &Ctx, q: &Query, col: &str, id: &str) -> ApiResult {
-    let w = lock(st, ctx);
-    let rec = find(&w, ctx, col, id)?;
-    let mut items = [render(&w, col, rec)];
-    filter::select_fields(&mut items, q);
-    let [item] = items;
-    ok(json!({kind(col).one: item}))
-}
-
 /// 201 with `{one: body}`.
 pub fn created(col: &str, v: Value) -> ApiResult {
     Ok(reply(StatusCode::CREATED, json!({kind(col).one: v})))
@@ -896,27 +895,26 @@ pub fn routes() -> Router<AppState> {
                 get(move |s, c, Path(id): Path<String>| {
                     tags::tags_get(s, c, Path((col.to_string(), id)))
                 })
-                .put(move |s, c, Path(id): Path<String>, b| {
-                    tags::tags_put(s, c, Path((col.to_string(), id)), b)
-                })
-                .post(move |s, c, Path(id): Path<String>, b| {
-                    tags::tags_post(s, c, Path((col.to_string(), id)), b)
-                })
+                .merge(on(
+                    MethodFilter::PUT.or(MethodFilter::POST),
+                    move |s, c, m, Path(id): Path<String>, b| {
+                        tags::tags_set(s, c, m, Path((col.to_string(), id)), b)
+                    },
+                ))
                 .delete(move |s, c, Path(id): Path<String>| {
                     tags::tags_clear(s, c, Path((col.to_string(), id)))
                 }),
             )
             .route(
                 &format!("{P}/{}/{{id}}/tags/{{tag}}", k.url),
-                get(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                })
-                .put(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                })
-                .delete(move |s, c, m, Path((id, t)): Path<(String, String)>| {
-                    tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
-                }),
+                on(
+                    MethodFilter::GET
+                        .or(MethodFilter::PUT)
+                        .or(MethodFilter::DELETE),
+                    move |s, c, m, Path((id, t)): Path<(String, String)>| {
+                        tags::tag_one(s, c, m, Path((col.to_string(), id, t)))
+                    },
+                ),
             );
     }
     r.merge(networks::routes())

@@ -135,15 +135,7 @@ async fn invalid_requests_and_injected_no_valid_host() {
 
 #[tokio::test]
 async fn quota_exceeded_is_403() {
-    let mut seed = capo_sim::Seed::default();
-    seed.quotas.insert("instances".into(), 1);
-    let sim = common::start(SimConfig {
-        seed,
-        delays: common::instant(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::with_quota("instances", 1).await;
     let c = common::capo(&sim).await;
     let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
     let image = image_id(&c).await;

@@ -4,12 +4,17 @@
 
 mod common;
 
-use capo_sim::{Delays, SimConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 const N: &str = "/network/v2.0";
 const LB: &str = "/load-balancer/v2/lbaas";
+
+/// Check a refusal: the status, and Neutron's error body with this type and message and no detail.
+fn assert_refused((st, e): (StatusCode, Value), status: StatusCode, kind: &str, message: &str) {
+    assert_eq!(st, status, "{e}");
+    assert_eq!(neutron_error(&e), (kind, message, ""));
+}
 
 fn neutron_error(v: &Value) -> (&str, &str, &str) {
     let e = &v["NeutronError"];
@@ -131,37 +136,18 @@ async fn tags_are_refused_in_create_bodies_except_ports() {
     let (_, l) = c.get(&format!("{N}/ports?tags=x")).await;
     assert_eq!(l["ports"], json!([]));
     // Invalid tags are still refused, with Neutron's body.
-    let (st, e) = c
-        .post(
+    assert_refused(
+        c.post(
             &format!("{N}/ports"),
             json!({"port": {"network_id": net, "tags": "notalist"}}),
         )
-        .await;
-    assert_eq!(st, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "HTTPBadRequest",
-            "Invalid input for tags. Reason: 'notalist' is not a list.",
-            ""
-        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "HTTPBadRequest",
+        "Invalid input for tags. Reason: 'notalist' is not a list.",
     );
     // Bulk is all or nothing: an invalid second port leaves no first port behind.
-    let (st, e) = c
-        .post(
-            &format!("{N}/ports"),
-            json!({"ports": [{"network_id": net, "name": "c1"}, {"network_id": net, "tags": ["d", "d"]}]}),
-        )
-        .await;
-    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "HTTPBadRequest",
-            "Invalid input for tags. Reason: Duplicate items in the list: 'd'.",
-            ""
-        )
-    );
+    assert_refused(c.post(&format!("{N}/ports"), json!({"ports": [{"network_id": net, "name": "c1"}, {"network_id": net, "tags": ["d", "d"]}]})).await, StatusCode::BAD_REQUEST, "HTTPBadRequest", "Invalid input for tags. Reason: Duplicate items in the list: 'd'.");
     let (_, l) = c.get(&format!("{N}/ports?name=c1")).await;
     assert_eq!(l["ports"], json!([]));
     // Subnet id is still usable for a port in bulk.
@@ -257,20 +243,15 @@ async fn bulk_rules_must_name_one_security_group() {
         groups.push(g["security_group"]["id"].as_str().unwrap().to_string());
     }
     let rule = |sg: &str, port: u16| json!({"security_group_id": sg, "direction": "ingress", "protocol": "tcp", "port_range_min": port, "port_range_max": port});
-    let (st, e) = c
-        .post(
+    assert_refused(
+        c.post(
             &format!("{N}/security-group-rules"),
             json!({"security_group_rules": [rule(&groups[0], 22), rule(&groups[1], 22)]}),
         )
-        .await;
-    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "SecurityGroupNotSingleGroupRules",
-            "Only allowed to update rules for one security profile at a time",
-            ""
-        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "SecurityGroupNotSingleGroupRules",
+        "Only allowed to update rules for one security profile at a time",
     );
     for g in &groups {
         let (_, l) = c
@@ -359,15 +340,11 @@ async fn floating_ip_update_without_port_id() {
 async fn unknown_filters_are_refused() {
     let sim = common::sim().await;
     let c = common::capo(&sim).await;
-    let (st, e) = c.get(&format!("{N}/ports?no_such_attribute=x")).await;
-    assert_eq!(st, StatusCode::BAD_REQUEST, "{e}");
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "HTTPBadRequest",
-            "['no_such_attribute'] is invalid attribute for filtering",
-            ""
-        )
+    assert_refused(
+        c.get(&format!("{N}/ports?no_such_attribute=x")).await,
+        StatusCode::BAD_REQUEST,
+        "HTTPBadRequest",
+        "['no_such_attribute'] is invalid attribute for filtering",
     );
     let (st, e) = c
         .get(&format!("{N}/networks?foo=1&name=a&bar=2&foo=3"))
@@ -463,27 +440,10 @@ async fn serialized_attributes_and_capo_filters_are_valid() {
 
 #[tokio::test]
 async fn octavia_refuses_changes_while_pending() {
-    let delays = Delays {
-        lb_provision_ms: 300,
-        lb_update_ms: 300,
-        lb_delete_ms: 300,
-        ..common::instant()
-    };
-    let sim = common::start(SimConfig {
-        delays,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::with_lb_delays(300, 300, 300).await;
     let c = common::capo(&sim).await;
     let (_, sub) = c.net_with_subnet("lb", "10.3.0.0/24").await;
-    let (st, l) = c
-        .post(
-            &format!("{LB}/loadbalancers"),
-            json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub}}),
-        )
-        .await;
-    assert_eq!(st, StatusCode::CREATED);
+    let l = c.create_lb(&sub).await;
     let lb = l["loadbalancer"]["id"].as_str().unwrap().to_string();
     let immutable = json!({"faultcode": "Client", "faultstring": format!("Load Balancer {lb} is immutable and cannot be updated."), "debuginfo": null});
     // PUT/DELETE of the load balancer itself: Octavia 19's "Invalid state" text.
@@ -597,13 +557,7 @@ async fn octavia_vip_errors_and_list_links() {
             json!({"faultcode": "Client", "faultstring": format!("Subnet {missing} not found."), "debuginfo": null})
         )
     );
-    let (st, l) = c
-        .post(
-            &format!("{LB}/loadbalancers"),
-            json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub}}),
-        )
-        .await;
-    assert_eq!(st, StatusCode::CREATED);
+    let l = c.create_lb(&sub).await;
     let lb = l["loadbalancer"]["id"].as_str().unwrap().to_string();
     // A full page has a next link even when nothing follows (the next page is empty).
     let (_, page) = c.get(&format!("{LB}/loadbalancers?limit=1")).await;
@@ -697,15 +651,7 @@ async fn neutron_pagination_links() {
 
 #[tokio::test]
 async fn nova_errors_and_fault_shapes() {
-    let mut seed = capo_sim::Seed::default();
-    seed.quotas.insert("instances".into(), 2);
-    let sim = common::start(SimConfig {
-        seed,
-        delays: common::instant(),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::with_quota("instances", 2).await;
     let c = common::capo(&sim).await;
     let (net, _) = c.net_with_subnet("n", "10.0.0.0/24").await;
     let (_, imgs) = c.get("/image/v2/images").await;
@@ -971,15 +917,14 @@ async fn neutron_conflict_bodies_match_neutron() {
         ports.push(p["port"]["id"].as_str().unwrap().to_string());
     }
     ports.sort();
-    let (st, e) = c.delete(&format!("{N}/networks/{net}")).await;
-    assert_eq!(st, StatusCode::CONFLICT);
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "NetworkInUse",
-            format!("Unable to complete operation on network {net}. There are one or more ports still in use on the network, id for these ports is: {}.", ports.join(",")).as_str(),
-            ""
-        )
+    assert_refused(
+        c.delete(&format!("{N}/networks/{net}")).await,
+        StatusCode::CONFLICT,
+        "NetworkInUse",
+        &format!(
+            "Unable to complete operation on network {net}. There are one or more ports still in use on the network, id for these ports is: {}.",
+            ports.join(",")
+        ),
     );
     // Bulk rules with a duplicate inside the request: Neutron's own type, nothing created.
     let (_, g) = c
@@ -990,20 +935,15 @@ async fn neutron_conflict_bodies_match_neutron() {
         .await;
     let sg = g["security_group"]["id"].as_str().unwrap();
     let rule = |port: u16| json!({"security_group_id": sg, "direction": "ingress", "protocol": "tcp", "port_range_min": port, "port_range_max": port, "ethertype": "IPv4"});
-    let (st, e) = c
-        .post(
+    assert_refused(
+        c.post(
             &format!("{N}/security-group-rules"),
             json!({"security_group_rules": [rule(9090), rule(9090)]}),
         )
-        .await;
-    assert_eq!(st, StatusCode::CONFLICT);
-    assert_eq!(
-        neutron_error(&e),
-        (
-            "DuplicateSecurityGroupRuleInPost",
-            "Duplicate Security Group Rule in POST.",
-            ""
-        )
+        .await,
+        StatusCode::CONFLICT,
+        "DuplicateSecurityGroupRuleInPost",
+        "Duplicate Security Group Rule in POST.",
     );
     let (_, l) = c
         .get(&format!(

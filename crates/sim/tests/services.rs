@@ -3,7 +3,7 @@
 
 mod common;
 
-use capo_sim::{Delays, FaultSpec, SimConfig};
+use capo_sim::{FaultSpec, SimConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -29,27 +29,10 @@ async fn settle(c: &common::Client, lb: &str) {
 
 #[tokio::test]
 async fn load_balancer_lifecycle_with_children_and_cascade() {
-    let delays = Delays {
-        lb_provision_ms: 60,
-        lb_update_ms: 40,
-        lb_delete_ms: 20,
-        ..common::instant()
-    };
-    let sim = common::start(SimConfig {
-        delays,
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let sim = common::with_lb_delays(60, 40, 20).await;
     let c = common::capo(&sim).await;
     let (_, sub) = c.net_with_subnet("n", "10.0.0.0/24").await;
-    let (st, l) = c
-        .post(
-            &format!("{LB}/loadbalancers"),
-            json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub}}),
-        )
-        .await;
-    assert_eq!(st, StatusCode::CREATED, "{l}");
+    let l = c.create_lb(&sub).await;
     let lb = l["loadbalancer"]["id"].as_str().unwrap().to_string();
     assert_eq!(l["loadbalancer"]["provisioning_status"], "PENDING_CREATE");
     let vip_port = l["loadbalancer"]["vip_port_id"]

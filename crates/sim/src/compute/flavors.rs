@@ -167,13 +167,14 @@ async fn limits(State(st): State<AppState>, ctx: Ctx) -> ApiResult {
     }}}))
 }
 
+/// The project whose quotas are shown: the one asked for by an admin, else the caller's own.
+fn quota_project(ctx: &Ctx, asked: &str) -> String {
+    if ctx.admin { asked } else { &ctx.project }.to_string()
+}
+
 async fn quota_set(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String>) -> ApiResult {
     let w = st.world();
-    let project = if ctx.admin {
-        p.clone()
-    } else {
-        ctx.project.clone()
-    };
+    let project = quota_project(&ctx, &p);
     let mut q = serde_json::Map::new();
     q.insert("id".into(), json!(p));
     for (k, _, _) in usage(&w, &project) {
@@ -192,11 +193,7 @@ async fn quota_set(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String>) 
 
 async fn quota_detail(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String>) -> ApiResult {
     let w = st.world();
-    let project = if ctx.admin {
-        p.clone()
-    } else {
-        ctx.project.clone()
-    };
+    let project = quota_project(&ctx, &p);
     let mut q = serde_json::Map::new();
     q.insert("id".into(), json!(p));
     for (k, _, used) in usage(&w, &project) {

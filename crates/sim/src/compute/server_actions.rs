@@ -2,7 +2,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::json;
 
@@ -55,11 +55,13 @@ pub async fn action(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-/// Handler.
-pub async fn metadata(
+/// A server's `metadata` (`PUT` replaces, `POST` merges) or `tags` (`PUT` replaces, `DELETE`
+/// clears, 204); `GET` shows them. Nova's 404 comes before a malformed body's 400.
+pub async fn attribute(
+    key: &'static str,
     State(st): State<AppState>,
     ctx: Ctx,
-    method: axum::http::Method,
+    method: Method,
     Path(id): Path<String>,
     b: Bytes,
 ) -> ApiResult {
@@ -68,45 +70,26 @@ pub async fn metadata(
     let req = body(SVC, &b)?;
     let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
     match method.as_str() {
-        "PUT" => r.body["metadata"] = req["metadata"].clone(),
+        "PUT" => r.body[key] = req[key].clone(),
         "POST" => {
-            for (k, v) in req["metadata"].as_object().into_iter().flatten() {
-                r.body["metadata"][k] = v.clone();
+            for (k, v) in req[key].as_object().into_iter().flatten() {
+                r.body[key][k] = v.clone();
             }
         }
-        _ => {}
-    }
-    ok(json!({"metadata": r.body["metadata"]}))
-}
-
-/// Handler.
-pub async fn tags(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    method: axum::http::Method,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    let req = body(SVC, &b)?;
-    let r = w.get_mut(COL, &id).ok_or_else(|| not_found(&id))?;
-    match method.as_str() {
-        "PUT" => r.body["tags"] = req["tags"].clone(),
         "DELETE" => {
-            r.body["tags"] = json!([]);
+            r.body[key] = json!([]);
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         _ => {}
     }
-    ok(json!({"tags": r.body["tags"]}))
+    ok(json!({key: r.body[key]}))
 }
 
 /// Handler.
 pub async fn tag(
     State(st): State<AppState>,
     ctx: Ctx,
-    method: axum::http::Method,
+    method: Method,
     Path((id, tag)): Path<(String, String)>,
 ) -> ApiResult {
     let mut w = st.world();

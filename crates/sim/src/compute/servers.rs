@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{MethodFilter, get, on, post};
 use serde_json::{Value, json};
 
 use crate::compute::server_view::{addresses, hide_fault_details, render, security_groups};
@@ -606,8 +606,8 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{P}/servers/detail"), get(|State(st): State<AppState>, ctx: Ctx, Extension(mv): Extension<Mv>, q: Query| async move { list(&st, &ctx, &q, mv, true) }))
         .route(&format!("{P}/servers/{{id}}"), get(show).delete(delete))
         .route(&format!("{P}/servers/{{id}}/action"), post(server_actions::action))
-        .route(&format!("{P}/servers/{{id}}/metadata"), get(server_actions::metadata).put(server_actions::metadata).post(server_actions::metadata))
-        .route(&format!("{P}/servers/{{id}}/tags"), get(server_actions::tags).put(server_actions::tags).delete(server_actions::tags))
+        .route(&format!("{P}/servers/{{id}}/metadata"), on(MethodFilter::GET.or(MethodFilter::PUT).or(MethodFilter::POST), |s, c, m, p, b| server_actions::attribute("metadata", s, c, m, p, b)))
+        .route(&format!("{P}/servers/{{id}}/tags"), on(MethodFilter::GET.or(MethodFilter::PUT).or(MethodFilter::DELETE), |s, c, m, p, b| server_actions::attribute("tags", s, c, m, p, b)))
         .route(&format!("{P}/servers/{{id}}/tags/{{tag}}"), get(server_actions::tag).put(server_actions::tag).delete(server_actions::tag))
         .route(&format!("{P}/servers/{{id}}/os-volume_attachments"), get(crate::compute::attach::list_volumes).post(crate::compute::attach::attach_volume))
         .route(&format!("{P}/servers/{{id}}/os-interface"), get(crate::compute::attach::list_interfaces).post(crate::compute::attach::attach_interface))

@@ -39,6 +39,18 @@ const MONITOR_TYPES: &[&str] = &[
     "SCTP",
 ];
 
+/// The string `field` of a request when it is one of `allowed`, else Octavia's 400.
+fn one_of<'a>(req: &'a Value, field: &str, allowed: &[&str]) -> ApiResult<&'a str> {
+    let v = req[field].as_str().unwrap_or("");
+    if allowed.contains(&v) {
+        return Ok(v);
+    }
+    Err(invalid(format!(
+        "{field}. Value: '{v}'. Value should be one of: {}",
+        allowed.join(", ")
+    )))
+}
+
 fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::bad_request(
         SVC,
@@ -142,13 +154,7 @@ async fn create_listener(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiR
         .as_str()
         .ok_or_else(|| invalid("loadbalancer_id. Value: 'None'. Mandatory field missing."))?
         .to_string();
-    let proto = req["protocol"].as_str().unwrap_or("");
-    if !PROTOCOLS.contains(&proto) {
-        return Err(invalid(format!(
-            "protocol. Value: '{proto}'. Value should be one of: {}",
-            PROTOCOLS.join(", ")
-        )));
-    }
+    one_of(&req, "protocol", PROTOCOLS)?;
     let port = req["protocol_port"]
         .as_i64()
         .filter(|p| (1..=65535).contains(p))
@@ -182,13 +188,7 @@ async fn create_listener(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiR
 
 async fn create_pool(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
     let req = member(SVC, body(SVC, &b)?, "pool")?;
-    let algo = req["lb_algorithm"].as_str().unwrap_or("");
-    if !ALGORITHMS.contains(&algo) {
-        return Err(invalid(format!(
-            "lb_algorithm. Value: '{algo}'. Value should be one of: {}",
-            ALGORITHMS.join(", ")
-        )));
-    }
+    one_of(&req, "lb_algorithm", ALGORITHMS)?;
     let proto = req["protocol"].as_str().unwrap_or("");
     if !PROTOCOLS.contains(&proto) && proto != "PROXY" && proto != "PROXYV2" {
         return Err(invalid(format!("protocol. Value: '{proto}'.")));
@@ -282,13 +282,7 @@ async fn create_member(
 
 async fn create_monitor(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
     let req = member(SVC, body(SVC, &b)?, "healthmonitor")?;
-    let ty = req["type"].as_str().unwrap_or("");
-    if !MONITOR_TYPES.contains(&ty) {
-        return Err(invalid(format!(
-            "type. Value: '{ty}'. Value should be one of: {}",
-            MONITOR_TYPES.join(", ")
-        )));
-    }
+    let ty = one_of(&req, "type", MONITOR_TYPES)?;
     for k in ["delay", "timeout", "max_retries"] {
         if req[k].as_i64().is_none() {
             return Err(invalid(format!(
@@ -366,11 +360,7 @@ fn update(
 ) -> ApiResult {
     let req = member(SVC, body(SVC, b)?, one)?;
     let mut w = st.world();
-    let lb = find(&w, ctx, col, what, id)?.body["_lb"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    lock_lb(&mut w, &lb)?;
+    lock_parent(&mut w, ctx, col, what, id)?;
     let r = w
         .get_mut(col, id)
         .ok_or_else(|| crate::loadbalancer::nf(what, id))?;
@@ -385,13 +375,18 @@ fn update(
     ok(json!({one: render(&w, col, &r)}))
 }
 
-fn delete(st: &AppState, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult {
-    let mut w = st.world();
-    let lb = find(&w, ctx, col, what, id)?.body["_lb"]
+/// Mark the load balancer of a child PENDING_UPDATE (Octavia's 409 unless it is ACTIVE).
+fn lock_parent(w: &mut World, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult<()> {
+    let lb = find(w, ctx, col, what, id)?.body["_lb"]
         .as_str()
         .unwrap_or("")
         .to_string();
-    lock_lb(&mut w, &lb)?;
+    lock_lb(w, &lb)
+}
+
+fn delete(st: &AppState, ctx: &Ctx, col: &str, what: &str, id: &str) -> ApiResult {
+    let mut w = st.world();
+    lock_parent(&mut w, ctx, col, what, id)?;
     let mut doomed = vec![(col.to_string(), id.to_string())];
     if col == "pools" {
         for c in ["members", "healthmonitors"] {

@@ -2,20 +2,15 @@
 //! router that connects the port's subnet to that network, status and port details.
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, ok};
-use crate::network::ports::{create_port, remove_port};
-use crate::network::{
-    P, SVC, check_quota, created, find, find_owned, list, lock, new_body, not_found, req_member,
-    show, touch,
+use crate::http::{AppState, Ctx, ok};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, put_route, resource_routes,
 };
+use crate::network::ports::{create_port, remove_port};
+use crate::network::{SVC, check_quota, find, find_owned, new_body, not_found, touch};
 use crate::world::World;
 
 const COL: &str = "floatingips";
@@ -121,11 +116,9 @@ fn associate(
     Ok(())
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let (project, mut body) = new_body(&ctx, &req, defaults())?;
-    check_quota(&w, &project, COL, "floatingip")?;
+fn create(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
+    let (project, mut body) = new_body(ctx, &req, defaults())?;
+    check_quota(w, &project, COL, "floatingip")?;
     let net = body["floating_network_id"]
         .as_str()
         .unwrap_or("")
@@ -154,28 +147,21 @@ async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
     if !fixed_ips.is_null() {
         preq["fixed_ips"] = fixed_ips;
     }
-    let port = create_port(&mut w, &Ctx::system(""), preq)?;
+    let port = create_port(w, &Ctx::system(""), preq)?;
     body["floating_ip_address"] = port["fixed_ips"][0]["ip_address"].clone();
     body["subnet_id"] = port["fixed_ips"][0]["subnet_id"].clone();
     let pid = body["port_id"].as_str().map(str::to_string);
     let fixed = body["fixed_ip_address"].as_str().map(str::to_string);
-    if let Err(e) = associate(&w, &ctx, &mut body, pid.as_deref(), fixed.as_deref()) {
-        remove_port(&mut w, port["id"].as_str().unwrap_or(""));
+    if let Err(e) = associate(w, ctx, &mut body, pid.as_deref(), fixed.as_deref()) {
+        remove_port(w, port["id"].as_str().unwrap_or(""));
         return Err(e);
     }
     w.insert(COL, &id, &project, body.clone());
-    created(COL, body)
+    Ok(body)
 }
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let mut body = find_owned(&mut w, &ctx, COL, &id)?.body.clone();
+fn update(w: &mut World, ctx: &Ctx, id: &str, req: Value) -> ApiResult {
+    let mut body = find_owned(w, ctx, COL, id)?.body.clone();
     if req["fixed_ip_address"].is_string() && !req["port_id"].is_string() {
         return Err(ApiError::bad_request(
             SVC,
@@ -188,13 +174,13 @@ async fn update(
     let empty = req.as_object().is_some_and(|o| o.is_empty());
     match req.get("port_id") {
         Some(p) => associate(
-            &w,
-            &ctx,
+            w,
+            ctx,
             &mut body,
             p.as_str(),
             req["fixed_ip_address"].as_str(),
         )?,
-        None if empty => associate(&w, &ctx, &mut body, None, None)?,
+        None if empty => associate(w, ctx, &mut body, None, None)?,
         None => {}
     }
     for k in ["description", "qos_policy_id"] {
@@ -203,14 +189,13 @@ async fn update(
         }
     }
     touch(&mut body);
-    find_owned(&mut w, &ctx, COL, &id)?.body = body.clone();
+    find_owned(w, ctx, COL, id)?.body = body.clone();
     ok(json!({"floatingip": body}))
 }
 
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    find_owned(&mut w, &ctx, COL, &id)?;
-    w.remove(COL, &id);
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    find_owned(w, ctx, COL, id)?;
+    w.remove(COL, id);
     let port = w
         .iter("ports")
         .find(|(_, p)| {
@@ -219,9 +204,9 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
         })
         .map(|(k, _)| k.clone());
     if let Some(p) = port {
-        remove_port(&mut w, &p);
+        remove_port(w, &p);
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(())
 }
 
 /// A port disappeared: disassociate its floating IPs.
@@ -243,12 +228,9 @@ pub fn port_gone(w: &mut World, port: &str) {
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/floatingips"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/floatingips/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create)),
+        put_route(Some(COL), update).merge(delete_route(delete)),
+    )
 }

@@ -1,18 +1,15 @@
 //! Neutron networks.
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, ok};
-use crate::network::{
-    P, SVC, apply_update, check_quota, created, find_owned, list, lock, new_body, req_member, show,
+use crate::http::{AppState, Ctx};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, resource_routes, update_route,
 };
+use crate::network::{SVC, check_quota, find_owned, new_body};
 use crate::world::World;
 
 const COL: &str = "networks";
@@ -46,48 +43,27 @@ pub fn create_network(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> 
     Ok(body)
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    created(COL, create_network(&mut w, &ctx, req)?)
-}
-
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let rec = find_owned(&mut w, &ctx, COL, &id)?;
-    apply_update(
-        &mut rec.body,
-        &req,
-        &[
-            "name",
-            "description",
-            "admin_state_up",
-            "mtu",
-            "shared",
-            "port_security_enabled",
-            "qos_policy_id",
-            "dns_domain",
-            "router:external",
-            "is_default",
-        ],
-    )?;
-    ok(json!({"network": rec.body.clone()}))
-}
+/// Attributes a network update may change.
+const UPDATABLE: &[&str] = &[
+    "name",
+    "description",
+    "admin_state_up",
+    "mtu",
+    "shared",
+    "port_security_enabled",
+    "qos_policy_id",
+    "dns_domain",
+    "router:external",
+    "is_default",
+];
 
 /// Device owners whose ports do not keep a network in use (Neutron removes them itself).
 fn is_service_port(owner: &str) -> bool {
     owner == "network:dhcp"
 }
 
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    find_owned(&mut w, &ctx, COL, &id)?;
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    find_owned(w, ctx, COL, id)?;
     let mut in_use: Vec<String> = w
         .iter("ports")
         .filter(|(_, p)| {
@@ -117,18 +93,15 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
         w.remove("subnets", &s);
         w.ipam.remove(&s);
     }
-    w.remove(COL, &id);
-    Ok(StatusCode::NO_CONTENT.into_response())
+    w.remove(COL, id);
+    Ok(())
 }
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/networks"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/networks/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create_network)),
+        update_route(COL, UPDATABLE).merge(delete_route(delete)),
+    )
 }

@@ -3,18 +3,18 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::{AppState, Ctx, Query, ok};
+use crate::network::handlers::{delete_route, put_route, resource_routes};
 use crate::network::ipam::{self, is_slaac, parse_ip};
 use crate::network::{
-    P, SVC, apply_update, check_quota, created, find, find_owned, list_with, lock, new_body,
-    not_found, req_member, show,
+    SVC, apply_update, check_quota, created, find, find_owned, list_with, lock, network_id,
+    new_body, not_found, req_member,
 };
 use crate::world::World;
 
@@ -155,15 +155,7 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let (project, mut body) = new_body(ctx, &req, defaults(&mac))?;
     check_tags(&body["tags"])?;
     body["tags"] = json!([]);
-    let net_id = body["network_id"]
-        .as_str()
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                SVC,
-                "Failed to parse request. Required attribute 'network_id' not specified",
-            )
-        })?
-        .to_string();
+    let net_id = network_id(&body)?;
     let net = find(w, ctx, "networks", &net_id)?.body.clone();
     if !ctx.owns(net["project_id"].as_str().unwrap_or("")) && net["shared"] != json!(true) {
         return Err(not_found("networks", &net_id));
@@ -344,20 +336,8 @@ pub fn update_port(w: &mut World, ctx: &Ctx, id: &str, mut req: Value) -> ApiRes
     Ok(rec.body.clone())
 }
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    ok(json!({"port": update_port(&mut w, &ctx, &id, req)?}))
-}
-
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    let body = find_owned(&mut w, &ctx, COL, &id)?.body.clone();
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    let body = find_owned(w, ctx, COL, id)?.body.clone();
     let owner = body["device_owner"].as_str().unwrap_or("");
     if owner == "network:router_interface"
         || owner == "network:router_gateway"
@@ -378,8 +358,8 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
             format!("Port {id} is currently a parent port for trunk {t}."),
         ));
     }
-    remove_port(&mut w, &id);
-    Ok(StatusCode::NO_CONTENT.into_response())
+    remove_port(w, id);
+    Ok(())
 }
 
 /// `fixed_ips=ip_address=X` / `fixed_ips=subnet_id=Y` filters.
@@ -402,28 +382,31 @@ fn fixed_ips_filter(q: &Query, body: &Value) -> bool {
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            &format!("{P}/ports"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move {
+    resource_routes(
+        COL,
+        get(
+            |State(st): State<AppState>, ctx: Ctx, q: Query| async move {
                 if let Some(f) = q.all("fixed_ips").into_iter().find(|f| !f.contains('=')) {
                     return Err(ApiError::bad_request(
                         SVC,
-                        format!("Invalid input for operation: '{f}' is not of the form <key>=[value]."),
+                        format!(
+                            "Invalid input for operation: '{f}' is not of the form <key>=[value]."
+                        ),
                     )
                     .kind("InvalidInput"));
                 }
                 let qq = q.clone();
-                list_with(&st, &ctx, &q, COL, &["fixed_ips"], &move |b| fixed_ips_filter(&qq, b))
-            })
-            .post(create),
+                list_with(&st, &ctx, &q, COL, &["fixed_ips"], &move |b| {
+                    fixed_ips_filter(&qq, b)
+                })
+            },
         )
-        .route(
-            &format!("{P}/ports/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
+        .post(create),
+        put_route(Some(COL), |w, ctx, id, req| {
+            ok(json!({"port": update_port(w, ctx, id, req)?}))
+        })
+        .merge(delete_route(delete)),
+    )
 }
 
 #[cfg(test)]

@@ -1,20 +1,15 @@
 //! Neutron routers: external gateway (with external_fixed_ips), interfaces, in-use checks.
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::{get, put};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, body, ok};
-use crate::network::ports::{create_port, remove_port, update_port};
-use crate::network::{
-    P, SVC, apply_update, check_quota, created, find, find_owned, list, lock, new_body, req_member,
-    show,
+use crate::http::{AppState, Ctx, ok};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, put_route, resource_routes, update_owned,
 };
+use crate::network::ports::{create_port, remove_port, update_port};
+use crate::network::{P, SVC, check_quota, find, find_owned, new_body};
 use crate::world::World;
 
 const COL: &str = "routers";
@@ -67,31 +62,22 @@ fn fips_on(w: &World, router: &str) -> bool {
         .any(|(_, f)| f.body["router_id"] == json!(router))
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let (project, mut body) = new_body(&ctx, &req, defaults(&w))?;
-    check_quota(&w, &project, COL, "router")?;
+fn create(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
+    let (project, mut body) = new_body(ctx, &req, defaults(w))?;
+    check_quota(w, &project, COL, "router")?;
     let id = body["id"].as_str().unwrap_or_default().to_string();
     if let Some(info) = req.get("external_gateway_info").filter(|v| v.is_object()) {
-        body["external_gateway_info"] = set_gateway(&mut w, &ctx, &id, info)?;
+        body["external_gateway_info"] = set_gateway(w, ctx, &id, info)?;
     }
     w.insert(COL, &id, &project, body.clone());
-    created(COL, body)
+    Ok(body)
 }
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let mut req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    find_owned(&mut w, &ctx, COL, &id)?;
+fn update(w: &mut World, ctx: &Ctx, id: &str, mut req: Value) -> ApiResult {
+    find_owned(w, ctx, COL, id)?;
     if let Some(info) = req.get("external_gateway_info").cloned() {
-        if let Some(old) = gateway_port(&w, &id) {
-            if fips_on(&w, &id) {
+        if let Some(old) = gateway_port(w, id) {
+            if fips_on(w, id) {
                 return Err(ApiError::conflict(
                     SVC,
                     "RouterExternalGatewayInUseByFloatingIp",
@@ -100,17 +86,19 @@ async fn update(
                     ),
                 ));
             }
-            remove_port(&mut w, &old);
+            remove_port(w, &old);
         }
         req["external_gateway_info"] = if info.is_object() && !info["network_id"].is_null() {
-            set_gateway(&mut w, &ctx, &id, &info)?
+            set_gateway(w, ctx, id, &info)?
         } else {
             Value::Null
         };
     }
-    let rec = find_owned(&mut w, &ctx, COL, &id)?;
-    apply_update(
-        &mut rec.body,
+    update_owned(
+        w,
+        ctx,
+        COL,
+        id,
         &req,
         &[
             "name",
@@ -121,29 +109,27 @@ async fn update(
             "distributed",
             "ha",
         ],
-    )?;
-    ok(json!({"router": rec.body.clone()}))
+    )
 }
 
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    find_owned(&mut w, &ctx, COL, &id)?;
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    find_owned(w, ctx, COL, id)?;
     let has_if = w.iter("ports").any(|(_, p)| {
         p.body["device_id"] == json!(id)
             && p.body["device_owner"] == json!("network:router_interface")
     });
-    if has_if || fips_on(&w, &id) {
+    if has_if || fips_on(w, id) {
         return Err(ApiError::conflict(
             SVC,
             "RouterInUse",
             format!("Router {id} still has ports"),
         ));
     }
-    if let Some(gw) = gateway_port(&w, &id) {
-        remove_port(&mut w, &gw);
+    if let Some(gw) = gateway_port(w, id) {
+        remove_port(w, &gw);
     }
-    w.remove(COL, &id);
-    Ok(StatusCode::NO_CONTENT.into_response())
+    w.remove(COL, id);
+    Ok(())
 }
 
 fn interface_reply(router: &str, project: &str, port: &Value) -> Value {
@@ -157,17 +143,10 @@ fn interface_reply(router: &str, project: &str, port: &Value) -> Value {
            "subnet_id": subnets.first().cloned().unwrap_or(Value::Null), "subnet_ids": subnets})
 }
 
-async fn add_interface(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = body(SVC, &b)?;
-    let mut w = lock(&st, &ctx);
-    let project = find_owned(&mut w, &ctx, COL, &id)?.project.clone();
+fn add_interface(w: &mut World, ctx: &Ctx, id: &str, req: Value) -> ApiResult {
+    let project = find_owned(w, ctx, COL, id)?.project.clone();
     let port = if let Some(pid) = req["port_id"].as_str() {
-        let p = find(&w, &ctx, "ports", pid)?;
+        let p = find(w, ctx, "ports", pid)?;
         if p.body["device_id"].as_str().is_some_and(|d| !d.is_empty()) {
             return Err(ApiError::conflict(
                 SVC,
@@ -180,13 +159,13 @@ async fn add_interface(
             ));
         }
         update_port(
-            &mut w,
-            &ctx,
+            w,
+            ctx,
             pid,
             json!({"device_id": id, "device_owner": "network:router_interface"}),
         )?
     } else if let Some(sid) = req["subnet_id"].as_str() {
-        let s = find(&w, &ctx, "subnets", sid)?.body.clone();
+        let s = find(w, ctx, "subnets", sid)?.body.clone();
         let gw = s["gateway_ip"].as_str().ok_or_else(|| {
             ApiError::bad_request(
                 SVC,
@@ -214,7 +193,7 @@ async fn add_interface(
         let preq = json!({"network_id": s["network_id"], "fixed_ips": [{"subnet_id": sid, "ip_address": gw}], "device_id": id,
                           "device_owner": "network:router_interface", "security_groups": [], "port_security_enabled": false});
         create_port(
-            &mut w,
+            w,
             &Ctx {
                 admin: true,
                 ..owner_ctx
@@ -227,18 +206,11 @@ async fn add_interface(
             "Bad router request: Either subnet_id or port_id must be specified.",
         ));
     };
-    ok(interface_reply(&id, &project, &port))
+    ok(interface_reply(id, &project, &port))
 }
 
-async fn remove_interface(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = body(SVC, &b)?;
-    let mut w = lock(&st, &ctx);
-    let project = find_owned(&mut w, &ctx, COL, &id)?.project.clone();
+fn remove_interface(w: &mut World, ctx: &Ctx, id: &str, req: Value) -> ApiResult {
+    let project = find_owned(w, ctx, COL, id)?.project.clone();
     let on_router = |p: &Value| {
         p["device_id"] == json!(id) && p["device_owner"] == json!("network:router_interface")
     };
@@ -273,20 +245,23 @@ async fn remove_interface(
                 )
             })?
     };
-    remove_port(&mut w, found["id"].as_str().unwrap_or(""));
-    ok(interface_reply(&id, &project, &found))
+    remove_port(w, found["id"].as_str().unwrap_or(""));
+    ok(interface_reply(id, &project, &found))
 }
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/routers"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/routers/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
-        .route(&format!("{P}/routers/{{id}}/add_router_interface"), put(add_interface))
-        .route(&format!("{P}/routers/{{id}}/remove_router_interface"), put(remove_interface))
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create)),
+        put_route(Some(COL), update).merge(delete_route(delete)),
+    )
+    .route(
+        &format!("{P}/routers/{{id}}/add_router_interface"),
+        put_route(None, add_interface),
+    )
+    .route(
+        &format!("{P}/routers/{{id}}/remove_router_interface"),
+        put_route(None, remove_interface),
+    )
 }

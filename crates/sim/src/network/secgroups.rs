@@ -2,19 +2,17 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, ok};
-use crate::network::ipam::Cidr;
-use crate::network::{
-    P, SVC, apply_update, check_quota, created, find, find_owned, list, lock, new_body, req_member,
-    show,
+use crate::http::{AppState, Ctx};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, resource_routes, update_route,
 };
+use crate::network::ipam::Cidr;
+use crate::network::{SVC, check_quota, created, find, find_owned, lock, new_body, req_member};
 use crate::world::{Rec, World, new_id, now_str};
 
 const COL: &str = "security_groups";
@@ -111,12 +109,10 @@ pub fn ensure_default(w: &mut World, project: &str) {
     );
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
+fn create(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let defaults = json!({"name": "", "description": "", "stateful": true, "shared": false});
-    let (project, body) = new_body(&ctx, &req, defaults)?;
-    check_quota(&w, &project, COL, "security_group")?;
+    let (project, body) = new_body(ctx, &req, defaults)?;
+    check_quota(w, &project, COL, "security_group")?;
     if body["name"] == json!("default") {
         return Err(ApiError::conflict(
             SVC,
@@ -126,33 +122,17 @@ async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
     }
     let extra = json!({"tags": body["tags"], "stateful": body["stateful"]});
     let out = insert_group(
-        &mut w,
+        w,
         &project,
         body["name"].as_str().unwrap_or(""),
         body["description"].as_str().unwrap_or(""),
         &extra,
     );
-    let rec = Rec { project, body: out };
-    created(COL, render(&w, &rec))
+    Ok(render(w, &Rec { project, body: out }))
 }
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let rec = find_owned(&mut w, &ctx, COL, &id)?;
-    apply_update(&mut rec.body, &req, &["name", "description", "stateful"])?;
-    let rec = rec.clone();
-    ok(json!({"security_group": render(&w, &rec)}))
-}
-
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    let rec = find_owned(&mut w, &ctx, COL, &id)?.clone();
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    let rec = find_owned(w, ctx, COL, id)?.clone();
     if rec.body["name"] == json!("default") && !ctx.admin {
         return Err(ApiError::conflict(
             SVC,
@@ -182,11 +162,11 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
     for r in rules {
         w.remove(RULES, &r);
     }
-    w.remove(COL, &id);
-    if w.default_sg.get(&rec.project) == Some(&id) {
+    w.remove(COL, id);
+    if w.default_sg.get(&rec.project).map(String::as_str) == Some(id) {
         w.default_sg.remove(&rec.project);
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(())
 }
 
 fn protocol_number(p: &str) -> Option<u8> {
@@ -399,29 +379,24 @@ fn build_rule(w: &World, ctx: &Ctx, req: &Value) -> ApiResult<(String, String, V
     Ok((id, owner, body))
 }
 
-async fn delete_rule(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    find_owned(&mut w, &ctx, RULES, &id)?;
-    w.remove(RULES, &id);
-    Ok(StatusCode::NO_CONTENT.into_response())
+fn delete_rule(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    find_owned(w, ctx, RULES, id)?;
+    w.remove(RULES, id);
+    Ok(())
 }
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/security-groups"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/security-groups/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
-        .route(&format!("{P}/security-group-rules"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, RULES) }).post(create_rule))
-        .route(
-            &format!("{P}/security-group-rules/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, RULES, &id) })
-                .delete(delete_rule),
-        )
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create)),
+        update_route(COL, &["name", "description", "stateful"]).merge(delete_route(delete)),
+    )
+    .merge(resource_routes(
+        RULES,
+        list_route(RULES).post(create_rule),
+        delete_route(delete_rule),
+    ))
 }
 
 #[cfg(test)]

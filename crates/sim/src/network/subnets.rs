@@ -1,20 +1,15 @@
 //! Neutron subnets: CIDR validation, default gateway and pools, IPv6 modes, in-use checks.
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, ok};
-use crate::network::ipam::{Cidr, default_pools, fmt_ip, parse_ip};
-use crate::network::{
-    P, SVC, apply_update, check_quota, created, find, find_owned, list, lock, new_body, not_found,
-    req_member, show,
+use crate::http::{AppState, Ctx};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, resource_routes, update_route,
 };
+use crate::network::ipam::{Cidr, default_pools, fmt_ip, parse_ip};
+use crate::network::{SVC, check_quota, find, find_owned, network_id, new_body, not_found};
 use crate::world::World;
 
 const COL: &str = "subnets";
@@ -53,15 +48,7 @@ pub fn create_subnet(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let gateway_given = req.get("gateway_ip").is_some();
     let pools_given = req.get("allocation_pools").is_some();
     let (project, mut body) = new_body(ctx, &req, defaults())?;
-    let net_id = body["network_id"]
-        .as_str()
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                SVC,
-                "Failed to parse request. Required attribute 'network_id' not specified",
-            )
-        })?
-        .to_string();
+    let net_id = network_id(&body)?;
     let net = w
         .get("networks", &net_id)
         .filter(|n| ctx.owns(&n.project))
@@ -133,46 +120,25 @@ pub fn create_subnet(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     Ok(body)
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    created(COL, create_subnet(&mut w, &ctx, req)?)
-}
+/// Attributes a subnet update may change.
+const UPDATABLE: &[&str] = &[
+    "name",
+    "description",
+    "gateway_ip",
+    "allocation_pools",
+    "dns_nameservers",
+    "host_routes",
+    "enable_dhcp",
+    "service_types",
+    "dns_publish_fixed_ip",
+];
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let rec = find_owned(&mut w, &ctx, COL, &id)?;
-    apply_update(
-        &mut rec.body,
-        &req,
-        &[
-            "name",
-            "description",
-            "gateway_ip",
-            "allocation_pools",
-            "dns_nameservers",
-            "host_routes",
-            "enable_dhcp",
-            "service_types",
-            "dns_publish_fixed_ip",
-        ],
-    )?;
-    ok(json!({"subnet": rec.body.clone()}))
-}
-
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    let net_id = find(&w, &ctx, COL, &id)?.body["network_id"]
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    let net_id = find(w, ctx, COL, id)?.body["network_id"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    find_owned(&mut w, &ctx, COL, &id)?;
+    find_owned(w, ctx, COL, id)?;
     let in_use = w.iter("ports").any(|(_, p)| {
         p.body["device_owner"] != json!("network:dhcp")
             && p.body["fixed_ips"]
@@ -190,24 +156,21 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
             ),
         ));
     }
-    w.remove(COL, &id);
-    w.ipam.remove(&id);
+    w.remove(COL, id);
+    w.ipam.remove(id);
     if let Some(n) = w.get_mut("networks", &net_id)
         && let Some(list) = n.body["subnets"].as_array_mut()
     {
         list.retain(|s| s != &json!(id));
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(())
 }
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/subnets"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/subnets/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create_subnet)),
+        update_route(COL, UPDATABLE).merge(delete_route(delete)),
+    )
 }

@@ -83,32 +83,24 @@ pub async fn tags_get(
     ok(json!({"tags": tags_of(&w, &ctx, &col, &id)?}))
 }
 
-/// Handler.
-pub async fn tags_put(
+/// `PUT /{resource}/{id}/tags` replaces the tags (200 with them, Neutron's `update_all`);
+/// `POST` (`tag-creation`) adds the missing ones and keeps the others (200 with the request's
+/// tags, Neutron's `create_tags`).
+pub async fn tags_set(
     State(st): State<AppState>,
     ctx: Ctx,
-    Path((col, id)): Path<(String, String)>,
-    b: Bytes,
-) -> ApiResult {
-    let req = body(SVC, &b)?;
-    let tags = body_tags(&req)?;
-    let mut w = lock(&st, &ctx);
-    set_tags(&mut w, &ctx, &col, &id, tags.clone())?;
-    ok(json!({"tags": tags}))
-}
-
-/// `POST /{resource}/{id}/tags` (`tag-creation`): adds the tags that are missing, keeps the others;
-/// 200 with the request body, as Neutron's `create_tags`.
-pub async fn tags_post(
-    State(st): State<AppState>,
-    ctx: Ctx,
+    method: axum::http::Method,
     Path((col, id)): Path<(String, String)>,
     b: Bytes,
 ) -> ApiResult {
     let req = body(SVC, &b)?;
     let new = body_tags(&req)?;
     let mut w = lock(&st, &ctx);
-    let mut tags = tags_of(&w, &ctx, &col, &id)?;
+    let mut tags = if method == axum::http::Method::POST {
+        tags_of(&w, &ctx, &col, &id)?
+    } else {
+        vec![]
+    };
     for t in &new {
         if !tags.contains(t) {
             tags.push(t.clone());

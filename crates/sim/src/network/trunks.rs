@@ -3,17 +3,15 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use axum::routing::{get, put};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::{AppState, Ctx, Query, body, ok};
-use crate::network::{
-    P, SVC, apply_update, check_quota, created, find, find_owned, list, lock, new_body, req_member,
-    show, touch,
+use crate::http::{AppState, Ctx, body, ok};
+use crate::network::handlers::{
+    create_route, delete_route, list_route, resource_routes, update_route,
 };
+use crate::network::{P, SVC, check_quota, find, find_owned, lock, new_body, touch};
 use crate::world::World;
 
 const COL: &str = "trunks";
@@ -75,13 +73,11 @@ fn check_subports(w: &World, ctx: &Ctx, subs: &Value, trunk: &str) -> ApiResult<
     Ok(out)
 }
 
-async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let (project, mut body) = new_body(&ctx, &req, defaults())?;
-    check_quota(&w, &project, COL, "trunk")?;
+fn create(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
+    let (project, mut body) = new_body(ctx, &req, defaults())?;
+    check_quota(w, &project, COL, "trunk")?;
     let parent = body["port_id"].as_str().unwrap_or("").to_string();
-    find(&w, &ctx, "ports", &parent)?;
+    find(w, ctx, "ports", &parent)?;
     if w.iter(COL).any(|(_, t)| t.body["port_id"] == json!(parent)) {
         return Err(ApiError::conflict(
             SVC,
@@ -90,35 +86,14 @@ async fn create(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
         ));
     }
     let id = body["id"].as_str().unwrap_or_default().to_string();
-    body["sub_ports"] = json!(check_subports(&w, &ctx, &body["sub_ports"], &id)?);
+    body["sub_ports"] = json!(check_subports(w, ctx, &body["sub_ports"], &id)?);
     w.insert(COL, &id, &project, body);
-    sync(&mut w, &id);
-    created(
-        COL,
-        w.get(COL, &id).map(|r| r.body.clone()).unwrap_or_default(),
-    )
+    sync(w, &id);
+    Ok(w.get(COL, &id).map(|r| r.body.clone()).unwrap_or_default())
 }
 
-async fn update(
-    State(st): State<AppState>,
-    ctx: Ctx,
-    Path(id): Path<String>,
-    b: Bytes,
-) -> ApiResult {
-    let req = req_member(COL, &b)?;
-    let mut w = lock(&st, &ctx);
-    let rec = find_owned(&mut w, &ctx, COL, &id)?;
-    apply_update(
-        &mut rec.body,
-        &req,
-        &["name", "description", "admin_state_up"],
-    )?;
-    ok(json!({"trunk": rec.body.clone()}))
-}
-
-async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
-    let mut w = lock(&st, &ctx);
-    let t = find_owned(&mut w, &ctx, COL, &id)?.body.clone();
+fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
+    let t = find_owned(w, ctx, COL, id)?.body.clone();
     let parent = t["port_id"].as_str().unwrap_or("").to_string();
     if w.get("ports", &parent)
         .is_some_and(|p| p.body["device_id"].as_str().is_some_and(|d| !d.is_empty()))
@@ -129,14 +104,14 @@ async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) ->
             format!("Trunk {id} is currently in use."),
         ));
     }
-    w.remove(COL, &id);
+    w.remove(COL, id);
     if let Some(p) = w
         .get_mut("ports", &parent)
         .and_then(|p| p.body.as_object_mut())
     {
         p.remove("trunk_details");
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(())
 }
 
 async fn subports(
@@ -183,14 +158,14 @@ async fn get_subports(State(st): State<AppState>, ctx: Ctx, Path(id): Path<Strin
 
 /// Routes.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{P}/trunks"), get(|State(st): State<AppState>, ctx: Ctx, q: Query| async move { list(&st, &ctx, &q, COL) }).post(create))
-        .route(
-            &format!("{P}/trunks/{{id}}"),
-            get(|State(st): State<AppState>, ctx: Ctx, q: Query, Path(id): Path<String>| async move { show(&st, &ctx, &q, COL, &id) })
-                .put(update)
-                .delete(delete),
-        )
-        .route(&format!("{P}/trunks/{{id}}/get_subports"), get(get_subports))
-        .route(&format!("{P}/trunks/{{id}}/{{action}}"), put(subports))
+    resource_routes(
+        COL,
+        list_route(COL).merge(create_route(COL, create)),
+        update_route(COL, &["name", "description", "admin_state_up"]).merge(delete_route(delete)),
+    )
+    .route(
+        &format!("{P}/trunks/{{id}}/get_subports"),
+        get(get_subports),
+    )
+    .route(&format!("{P}/trunks/{{id}}/{{action}}"), put(subports))
 }

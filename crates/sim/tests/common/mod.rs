@@ -26,6 +26,35 @@ pub async fn sim() -> Sim {
     .unwrap()
 }
 
+/// Start a simulator with instant transitions and one quota of the seeded project set.
+pub async fn with_quota(key: &str, limit: i64) -> Sim {
+    let mut seed = capo_sim::Seed::default();
+    seed.quotas.insert(key.into(), limit);
+    start(SimConfig {
+        seed,
+        delays: instant(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// Start a simulator whose load balancers take these milliseconds to provision, update and delete.
+pub async fn with_lb_delays(provision: u64, update: u64, delete: u64) -> Sim {
+    let delays = Delays {
+        lb_provision_ms: provision,
+        lb_update_ms: update,
+        lb_delete_ms: delete,
+        ..instant()
+    };
+    start(SimConfig {
+        delays,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
 /// Start a simulator; installs ring as the crypto provider the tests' reqwest clients need.
 pub async fn start(config: SimConfig) -> capo_sim::Result<Sim> {
     capo_tls::ensure_crypto_provider();
@@ -124,6 +153,17 @@ impl Client {
         let (s, sub) = self.post("/network/v2.0/subnets", json!({"subnet": {"network_id": net, "cidr": cidr, "ip_version": 4, "name": format!("{name}-subnet")}})).await;
         assert_eq!(s, StatusCode::CREATED, "{sub}");
         (net, sub["subnet"]["id"].as_str().unwrap().to_string())
+    }
+    /// Create a load balancer named `lb` on a subnet (201 asserted); returns the reply.
+    pub async fn create_lb(&self, subnet: &str) -> Value {
+        let (st, l) = self
+            .post(
+                "/load-balancer/v2/lbaas/loadbalancers",
+                json!({"loadbalancer": {"name": "lb", "vip_subnet_id": subnet}}),
+            )
+            .await;
+        assert_eq!(st, StatusCode::CREATED, "{l}");
+        l
     }
     /// The seeded external network id.
     pub async fn public_net(&self) -> String {
