@@ -134,7 +134,8 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     let owners = match K::owners(&obj, ctx, deleting).await? {
         Owners::Found(o) => o,
         Owners::Skip(why) => {
-            tracing::debug!(controller = K::CONTROLLER, namespace = %obj.namespace().unwrap_or_default(), name = %obj.name_any(), "{why}");
+            let ns = obj.namespace().unwrap_or_default();
+            tracing::debug!(controller = K::CONTROLLER, namespace = %ns, name = %obj.name_any(), "{why}");
             return Ok(Action::await_change());
         }
     };

@@ -1,9 +1,9 @@
 //! The OpenStackMachine controller.
 //!
-//! Reconcile (upstream's flow, through [`crate::lifecycle`]): owner Machine → Cluster (label `cluster.x-k8s.io/cluster-name`)
-//! → OpenStackCluster (Cluster.spec.infrastructureRef) → pause → wait for cluster
-//! infrastructure (WaitingForClusterInfrastructure) and bootstrap data
-//! (WaitingForBootstrapData) → finalizer → [`apply`] (OpenStackServer named like the machine,
+//! Reconcile (upstream's flow, through [`crate::lifecycle`]): owner Machine → Cluster (label
+//! `cluster.x-k8s.io/cluster-name`) → OpenStackCluster (Cluster.spec.infrastructureRef) →
+//! pause → wait for cluster infrastructure (WaitingForClusterInfrastructure) and bootstrap
+//! data (WaitingForBootstrapData) → finalizer → [`apply`] (OpenStackServer named like the machine,
 //! state copied back, API traffic for control-plane machines) or [`cleanup`].
 //!
 //! ## Guarantees

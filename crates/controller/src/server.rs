@@ -1,7 +1,8 @@
 //! The OpenStackServer controller (machines' servers and the bastion).
 //!
-//! Reconcile ([`crate::lifecycle`]): pause → finalizer → [`apply`] (resolve into `status.resolved`, written first;
-//! ports, volumes, server; addresses) or [`cleanup`] (server, trunks, ports, volumes).
+//! Reconcile ([`crate::lifecycle`]): pause → finalizer → [`apply`] (resolve into
+//! `status.resolved`, written first; ports, volumes, server; addresses) or [`cleanup`] (server,
+//! trunks, ports, volumes).
 //!
 //! ## Guarantees
 //! - Nothing is created before `status.resolved` is persisted.
