@@ -113,16 +113,10 @@ impl Reconciled for OpenStackCluster {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = CLUSTER_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = "InvalidSpec";
-    type Status = OpenStackClusterStatus;
+    lifecycle::status_of!(OpenStackClusterStatus);
     type CloudOwner = Owner;
     type Owners = ClusterOwners;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
-        &mut status.conditions
-    }
     fn provisioned(status: &Self::Status) -> bool {
         status.ready
     }

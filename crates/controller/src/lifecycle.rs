@@ -124,6 +124,23 @@ pub trait Reconciled:
     ) -> impl Future<Output = Result<Progress>> + Send;
 }
 
+/// `type Status` and the two accessors every kind writes the same way (its `status` field, with
+/// `conditions` in it).
+macro_rules! status_of {
+    ($status:ty) => {
+        type Status = $status;
+
+        fn status(&self) -> Option<&$status> {
+            self.status.as_ref()
+        }
+
+        fn conditions(status: &mut $status) -> &mut Vec<capo_api::v1beta1::Condition> {
+            &mut status.conditions
+        }
+    };
+}
+pub(crate) use status_of;
+
 /// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
 pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
     runtime::instrumented(K::CONTROLLER, &*obj, &ctx, run(obj.clone(), &ctx)).await

@@ -128,16 +128,10 @@ impl Reconciled for OpenStackMachine {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = MACHINE_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
-    type Status = OpenStackMachineStatus;
+    lifecycle::status_of!(OpenStackMachineStatus);
     type CloudOwner = ();
     type Owners = MachineOwners;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
-        &mut status.conditions
-    }
     fn provisioned(status: &Self::Status) -> bool {
         status.ready == Some(true)
     }

@@ -133,17 +133,11 @@ impl Reconciled for OpenStackServer {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = SERVER_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
-    type Status = OpenStackServerStatus;
+    lifecycle::status_of!(OpenStackServerStatus);
     type CloudOwner = ServerOwner;
     /// Whether the server's Cluster is paused.
     type Owners = bool;
 
-    fn status(&self) -> Option<&Self::Status> {
-        self.status.as_ref()
-    }
-    fn conditions(status: &mut Self::Status) -> &mut Vec<capo_api::v1beta1::Condition> {
-        &mut status.conditions
-    }
     fn provisioned(status: &Self::Status) -> bool {
         status.ready
     }
