@@ -350,6 +350,57 @@ async fn two_ports_trunk_and_allowed_address_pairs() {
 
 /// A POST that is executed but whose reply is replaced by a 502 (built from JSON so the test
 /// does not depend on every field of the simulator's rule type).
+/// Two volumes under the server's root-volume name, as a create whose reply was lost and that
+/// Cinder committed after the rerun created again leaves them: one is kept, the other deleted,
+/// and the server's delete removes every volume of that name.
+#[tokio::test]
+async fn duplicate_volumes_from_a_lost_reply_keep_one_and_leak_none() {
+    let env = fast_env().await;
+    let o = server_owner("dup");
+    let root = RootVolume {
+        size_gib: 4,
+        ..Default::default()
+    };
+    let plan = plan_volumes(&o.name, Some(&root), None, &[], None);
+    for metadata in [o.metadata(), BTreeMap::new()] {
+        let create = capo_openstack::blockstorage::VolumeCreate {
+            name: plan[0].name.clone(),
+            size: 4,
+            description: None,
+            volume_type: None,
+            availability_zone: None,
+            image_ref: None,
+            metadata,
+        };
+        capo_openstack::blockstorage::create_volume(&env.s, &create)
+            .await
+            .unwrap();
+    }
+    assert_eq!(count(&env, "volumes"), 2);
+    let mut kept = None;
+    for _ in 0..50 {
+        match instance::ensure_volume(&env.s, &o, &plan[0], None)
+            .await
+            .unwrap()
+        {
+            (v, Progress::Done(())) => {
+                kept = Some(v);
+                break;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    let kept = kept.expect("one volume kept");
+    let left: Vec<_> = items(&env, "volumes")
+        .into_iter()
+        .filter(|v| v["status"] != "deleting")
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["id"], kept.id.as_str(), "the tagged volume is kept");
+    delete_all(&env, &o, &Recorded::default(), &[], &[plan[0].name.clone()]).await;
+    assert_eq!(count(&env, "volumes"), 0);
+}
+
 fn lost_reply(path: &str) -> FaultSpec {
     serde_json::from_value(serde_json::json!({
         "method": "POST",

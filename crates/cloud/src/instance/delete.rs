@@ -7,7 +7,7 @@ use capo_openstack::{Session, TagFilter, blockstorage as bs, compute};
 
 use super::owner::ServerOwner;
 use super::server::{find_server, get_server};
-use super::volumes::find_volume;
+use super::volumes::{delete_unattached, named_volumes};
 use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{delete_opt, get_opt};
@@ -147,32 +147,20 @@ async fn delete_volumes(
         let got = bs::get_volume(s, id).await;
         vols.extend(got.ctx_opt(|| format!("get volume {id}"))?);
     }
+    // Every volume with one of our names, duplicates of a lost create reply included.
     for name in names {
-        if vols.iter().any(|v| v.name.as_deref() == Some(name)) {
-            continue;
-        }
-        if let Some(v) = skip_foreign(find_volume(s, owner, name, None).await)? {
-            vols.push(v);
+        for v in named_volumes(s, name).await? {
+            if !vols.iter().any(|r| r.id == v.id) {
+                vols.push(v);
+            }
         }
     }
     for v in vols {
         if matches!(owner.classify_metadata(&v.metadata), Ownership::Foreign(_)) {
             continue;
         }
-        match v.status.as_str() {
-            "deleting" => {}
-            "in-use" | "attaching" | "detaching" | "reserved" => {
-                return Ok(Progress::Waiting(format!(
-                    "volume {} is still {}",
-                    v.id, v.status
-                )));
-            }
-            _ => match bs::delete_volume(s, &v.id).await {
-                Err(e) if !e.is_not_found() => {
-                    return Err(Error::api(format!("delete volume {}", v.id), e));
-                }
-                _ => tracing::info!(id = %v.id, "deleted volume"),
-            },
+        if let Progress::Waiting(why) = delete_unattached(s, &v).await? {
+            return Ok(Progress::Waiting(why));
         }
     }
     Ok(Progress::Done(()))

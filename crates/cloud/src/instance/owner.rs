@@ -67,6 +67,34 @@ impl ServerOwner {
     }
 }
 
+/// Splits resources found under one deterministic name into those to consider and duplicates
+/// to delete. A create whose reply was lost (controller killed, client timeout) can still be
+/// committed by the cloud after the rerun looked and created again, leaving two with the
+/// name. Duplicates exist only when more than one is capo's (ours or untagged) and at most one
+/// of them is attached: the attached one, else a tagged one, else the lowest ID is kept.
+/// Anything else (two attached, another owner's) is left for [`pick`] to report.
+pub(crate) fn split_duplicates<T>(
+    found: Vec<T>,
+    id_of: impl Fn(&T) -> &str,
+    attached: impl Fn(&T) -> bool,
+    class_of: impl Fn(&T) -> Ownership,
+) -> (Vec<T>, Vec<T>) {
+    let (mut mine, foreign): (Vec<T>, Vec<T>) = found
+        .into_iter()
+        .partition(|r| !matches!(class_of(r), Ownership::Foreign(_)));
+    if mine.len() < 2 || mine.iter().filter(|r| attached(r)).count() > 1 {
+        mine.extend(foreign);
+        return (mine, Vec::new());
+    }
+    mine.sort_by(|a, b| {
+        let rank = |r: &T| (!attached(r), class_of(r) != Ownership::Ours);
+        rank(a).cmp(&rank(b)).then_with(|| id_of(a).cmp(id_of(b)))
+    });
+    let extra = mine.split_off(1);
+    mine.extend(foreign);
+    (mine, extra)
+}
+
 /// Pick among resources found by our name: ours, else one unowned (adopted); another owner's
 /// → [`Error::ForeignResource`]; more than one candidate → [`Error::Ambiguous`] naming the IDs.
 pub(crate) fn pick<T>(

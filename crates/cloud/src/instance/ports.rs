@@ -9,10 +9,9 @@ use capo_openstack::network::{
 };
 use serde_json::{Value, json};
 
-use super::owner::{ServerOwner, pick};
+use super::owner::{ServerOwner, pick, split_duplicates};
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::get_opt;
-use crate::ownership::Ownership;
 
 /// A port made (or adopted) for the server, and its trunk when one was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,11 +101,13 @@ async fn find_port(
     let found: Vec<Port> = net::list(s, PORT, &filter)
         .await
         .ctx(|| format!("list ports {:?}", spec.name))?;
-    let (keep, extra) = split_duplicates(found, |p| owner.classify_tags(&p.tags));
+    let (keep, extra) = split_duplicates(
+        found,
+        |p| &p.id,
+        |p| !p.device_id.is_empty(),
+        |p| owner.classify_tags(&p.tags),
+    );
     for dup in &extra {
-        // A create whose reply was lost (controller killed, client timeout) can still be
-        // committed by Neutron after the rerun looked and created again: two unattached ports
-        // with the server's deterministic name. Keep one, delete the rest, never leak them.
         tracing::warn!(name = %spec.name, id = %dup.id, "deleting a duplicate port left by a lost create reply");
         crate::networking::lookup::delete_opt(s, PORT, &dup.id).await?;
     }
@@ -117,32 +118,6 @@ async fn find_port(
         |p| &p.id,
         |p| owner.classify_tags(&p.tags),
     )
-}
-
-/// Splits ports found under one deterministic name into those to consider and unattached
-/// duplicates to delete. Duplicates exist only when more than one port is capo's (ours or
-/// untagged) and at most one of them is attached to a device: the attached one, else a tagged
-/// one, else the lowest ID is kept. Anything else (two attached, another owner's) is left for
-/// [`pick`] to report.
-fn split_duplicates(
-    found: Vec<Port>,
-    class_of: impl Fn(&Port) -> Ownership,
-) -> (Vec<Port>, Vec<Port>) {
-    let (mut mine, foreign): (Vec<Port>, Vec<Port>) = found
-        .into_iter()
-        .partition(|p| !matches!(class_of(p), Ownership::Foreign(_)));
-    let attached = mine.iter().filter(|p| !p.device_id.is_empty()).count();
-    if mine.len() < 2 || attached > 1 {
-        mine.extend(foreign);
-        return (mine, Vec::new());
-    }
-    mine.sort_by(|a, b| {
-        let rank = |p: &Port| (p.device_id.is_empty(), class_of(p) != Ownership::Ours);
-        rank(a).cmp(&rank(b)).then_with(|| a.id.cmp(&b.id))
-    });
-    let extra = mine.split_off(1);
-    mine.extend(foreign);
-    (mine, extra)
 }
 
 /// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
@@ -261,6 +236,7 @@ async fn ensure_trunk(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ownership::Ownership;
 
     fn port(id: &str, device: &str, tags: &[&str]) -> Port {
         serde_json::from_value(json!({
@@ -278,6 +254,13 @@ mod tests {
         } else {
             Ownership::Unowned
         }
+    }
+
+    fn split_duplicates(
+        ps: Vec<Port>,
+        class: impl Fn(&Port) -> Ownership,
+    ) -> (Vec<Port>, Vec<Port>) {
+        super::split_duplicates(ps, |p| &p.id, |p| !p.device_id.is_empty(), class)
     }
 
     fn ids(ps: &[Port]) -> Vec<&str> {

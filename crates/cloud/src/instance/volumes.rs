@@ -10,7 +10,7 @@ use capo_api::v1beta1::{
 use capo_openstack::Session;
 use capo_openstack::blockstorage::{self as bs, Volume, VolumeCreate};
 
-use super::owner::{ServerOwner, pick};
+use super::owner::{ServerOwner, pick, split_duplicates};
 use crate::Progress;
 use crate::error::{Context, Error, Result};
 
@@ -121,7 +121,8 @@ pub async fn ensure_volume(
     spec: &VolumeSpec,
     recorded: Option<&str>,
 ) -> Result<(EnsuredVolume, Progress)> {
-    let vol = match find_volume(s, owner, &spec.name, recorded).await? {
+    let (found, duplicates) = find_volume(s, owner, &spec.name, recorded).await?;
+    let vol = match found {
         Some(v) => v,
         None => {
             let create = VolumeCreate {
@@ -149,6 +150,12 @@ pub async fn ensure_volume(
         }
         other => Progress::Waiting(format!("volume {} is {other}", spec.name)),
     };
+    // Not usable until a duplicate left by a lost create reply is gone (never leaked).
+    let progress = if progress.is_done() {
+        duplicates
+    } else {
+        progress
+    };
     let volume = EnsuredVolume {
         device: spec.device.clone(),
         id: vol.id,
@@ -157,27 +164,69 @@ pub async fn ensure_volume(
     Ok((volume, progress))
 }
 
-/// The volume recorded (if it still exists), else the one with our name (ours or adoptable).
+/// The volume recorded (if it still exists), else the one with our name (ours or adoptable);
+/// with Waiting while a duplicate left by a lost create reply cannot be deleted yet.
 pub(crate) async fn find_volume(
     s: &Session,
     owner: &ServerOwner,
     name: &str,
     recorded: Option<&str>,
-) -> Result<Option<Volume>> {
+) -> Result<(Option<Volume>, Progress)> {
     let class = |v: &Volume| owner.classify_metadata(&v.metadata);
     if let Some(id) = recorded.filter(|i| !i.is_empty()) {
         let got = bs::get_volume(s, id).await;
         if let Some(v) = got.ctx_opt(|| format!("get volume {id}"))? {
-            return pick("volume", name, vec![v], |v| &v.id, class);
+            let found = pick("volume", name, vec![v], |v| &v.id, class)?;
+            return Ok((found, Progress::Done(())));
         }
     }
-    let found: Vec<Volume> = bs::list_volumes(s, Some(name))
+    let (keep, extra) = split_duplicates(named_volumes(s, name).await?, |v| &v.id, attached, class);
+    let mut progress = Progress::Done(());
+    for dup in extra {
+        if let Progress::Waiting(why) = delete_unattached(s, &dup).await? {
+            progress = Progress::Waiting(format!("duplicate {why}"));
+        }
+    }
+    Ok((pick("volume", name, keep, |v| &v.id, class)?, progress))
+}
+
+/// Every volume named exactly `name` (Cinder's name filter is a prefix match on some clouds).
+pub(crate) async fn named_volumes(s: &Session, name: &str) -> Result<Vec<Volume>> {
+    Ok(bs::list_volumes(s, Some(name))
         .await
         .ctx(|| format!("list volumes {name:?}"))?
         .into_iter()
         .filter(|v| v.name.as_deref() == Some(name))
-        .collect();
-    pick("volume", name, found, |v| &v.id, class)
+        .collect())
+}
+
+/// Whether the volume is attached (or being attached or detached).
+fn attached(v: &Volume) -> bool {
+    matches!(
+        v.status.as_str(),
+        "in-use" | "attaching" | "detaching" | "reserved"
+    )
+}
+
+/// Delete a volume that is not attached: Done once asked (or already going away), Waiting
+/// while Cinder cannot delete it yet (attached, or still being created).
+pub(crate) async fn delete_unattached(s: &Session, v: &Volume) -> Result<Progress> {
+    match v.status.as_str() {
+        "deleting" => Ok(Progress::Done(())),
+        "creating" | "downloading" | "in-use" | "attaching" | "detaching" | "reserved" => Ok(
+            Progress::Waiting(format!("volume {} is still {}", v.id, v.status)),
+        ),
+        _ => {
+            let deleted = bs::delete_volume(s, &v.id).await;
+            if deleted
+                .ctx_opt(|| format!("delete volume {}", v.id))?
+                .is_some()
+            {
+                tracing::info!(id = %v.id, "deleted volume");
+            }
+            Ok(Progress::Done(()))
+        }
+    }
 }
 
 #[cfg(test)]
