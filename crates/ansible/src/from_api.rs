@@ -14,15 +14,11 @@ const EXTERNAL_IP: &str = "ExternalIP";
 /// Effective `vpc_cni_webhook_enable`: the spec override, else on exactly when the network
 /// plugin is `cilium` (the VPC CNI webhook only serves Cilium's OpenStack IPAM).
 pub fn webhook_enable(extensions: &OpenStackClusterExtensions) -> bool {
-    let plugin = extensions
-        .networking
-        .as_ref()
-        .and_then(|n| n.kube_network_plugin.as_deref());
     extensions
         .cilium
         .as_ref()
         .and_then(|c| c.webhook_enable)
-        .unwrap_or(plugin == Some("cilium"))
+        .unwrap_or(extensions.cilium())
 }
 
 impl ClusterFacts {
@@ -60,7 +56,7 @@ impl ClusterFacts {
                 .and_then(|n| n.flannel.clone()),
             cilium_project_id: cilium.project_id,
             cilium_default_subnet_id: cilium.default_subnet_id,
-            cilium_security_group_ids: security_groups(cluster, cilium.security_group_ids),
+            cilium_security_group_ids: security_groups(cluster, &spec, cilium.security_group_ids),
             vpc_cni_webhook_enable: Some(cilium.webhook_enable.unwrap_or(webhook_enable(&spec))),
             control_plane_vip: lbs.control_plane.and_then(|v| v.vip),
             ingress_requested: spec
@@ -98,10 +94,15 @@ fn ntp_override(spec: &OpenStackClusterExtensions) -> Option<String> {
     spec.platform.as_ref()?.ntp.as_ref()?.server.clone()
 }
 
-/// The recorded security groups; an empty record means "none" when the cluster manages no
-/// security groups, and "not created yet" when it does.
-fn security_groups(cluster: &OpenStackCluster, recorded: Vec<String>) -> Option<Vec<String>> {
-    if !recorded.is_empty() || cluster.spec.managed_security_groups.is_none() {
+/// The recorded security groups; an empty record means "not created yet" when the cluster
+/// manages security groups or runs Cilium (the pods' group leads the list), else "none".
+fn security_groups(
+    cluster: &OpenStackCluster,
+    spec: &OpenStackClusterExtensions,
+    recorded: Vec<String>,
+) -> Option<Vec<String>> {
+    let expected = cluster.spec.managed_security_groups.is_some() || spec.cilium();
+    if !recorded.is_empty() || !expected {
         Some(recorded)
     } else {
         None

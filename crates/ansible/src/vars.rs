@@ -151,7 +151,7 @@ pub fn render_vars(facts: &ClusterFacts) -> Result<String> {
         cilium_openstack_security_group_ids: facts
             .cilium_security_group_ids
             .as_ref()
-            .map(|ids| sorted_unique(ids)),
+            .map(|ids| unique_in_order(ids)),
         vpc_cni_webhook_enable: facts.vpc_cni_webhook_enable,
         master_virtual_vip: facts.control_plane_vip.as_deref(),
         ingress_virtual_vip: ingress,
@@ -175,12 +175,16 @@ pub fn render_vars(facts: &ClusterFacts) -> Result<String> {
     })
 }
 
-/// Security groups sorted and de-duplicated: status order may change between reconciles.
-fn sorted_unique(ids: &[String]) -> Vec<&str> {
-    let mut ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
+/// Security groups in status order (the controller writes them in a fixed order: the pods'
+/// group first, then control plane, workers; consumers that keep one keep the first), each once.
+fn unique_in_order(ids: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !out.contains(&id.as_str()) {
+            out.push(id);
+        }
+    }
+    out
 }
 
 fn node_resources(hosts: &[HostFacts]) -> BTreeMap<&str, Reservations<'_>> {
@@ -223,6 +227,10 @@ fn networking_gaps(facts: &ClusterFacts) -> Vec<Gap> {
     let vip = |kind: &str| {
         format!("the {kind} VIP (load balancer or keepalived port) does not exist yet")
     };
+    let cilium = facts
+        .kube_network_plugin
+        .as_deref()
+        .is_some_and(|p| p.eq_ignore_ascii_case("cilium"));
     let mut gaps = vec![
         (
             "cilium_openstack_project_id",
@@ -233,13 +241,21 @@ fn networking_gaps(facts: &ClusterFacts) -> Vec<Gap> {
         (
             "cilium_openstack_default_subnet_id",
             missing(&facts.cilium_default_subnet_id, || {
-                "the cluster subnet does not exist yet".into()
+                if cilium {
+                    "the pod network does not exist yet".into()
+                } else {
+                    "the cluster subnet does not exist yet".into()
+                }
             }),
         ),
         (
             "cilium_openstack_security_group_ids",
             missing(&facts.cilium_security_group_ids, || {
-                "the managed security groups do not exist yet".into()
+                if cilium {
+                    "the pods' security group does not exist yet".into()
+                } else {
+                    "the managed security groups do not exist yet".into()
+                }
             }),
         ),
         (

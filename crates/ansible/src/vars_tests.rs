@@ -49,7 +49,7 @@ fn each_variable_has_its_source_value() {
 }
 
 #[test]
-fn security_groups_are_a_sorted_unique_list() {
+fn security_groups_keep_status_order_each_once() {
     let vars = parsed(&full());
     let ids: Vec<&str> = get(&vars, "cilium_openstack_security_group_ids")
         .as_sequence()
@@ -57,7 +57,11 @@ fn security_groups_are_a_sorted_unique_list() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(ids, ["sg-a", "sg-b"]);
+    assert_eq!(
+        ids,
+        ["sg-b", "sg-a"],
+        "the first stays first: consumers keep only it"
+    );
 
     let mut facts = full();
     facts.cilium_security_group_ids = Some(Vec::new());
@@ -101,7 +105,7 @@ fn rendering_is_byte_identical_whatever_the_input_order() {
     let a = full();
     let mut b = full();
     b.hosts.reverse();
-    b.cilium_security_group_ids = Some(vec!["sg-a".into(), "sg-b".into()]);
+    b.cilium_security_group_ids = Some(vec!["sg-b".into(), "sg-a".into()]);
     let first = render_vars(&a).unwrap();
     assert_eq!(first, render_vars(&a).unwrap());
     assert_eq!(first, render_vars(&b).unwrap());
@@ -232,8 +236,8 @@ kube_network_plugin: cilium
 cilium_openstack_project_id: 7a1c2b3d4e5f
 cilium_openstack_default_subnet_id: subnet-1
 cilium_openstack_security_group_ids:
-- sg-a
 - sg-b
+- sg-a
 vpc_cni_webhook_enable: true
 master_virtual_vip: 10.6.0.5
 ingress_virtual_vip: 10.6.0.6

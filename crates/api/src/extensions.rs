@@ -22,7 +22,7 @@ pub use cluster::{
 pub use cluster_status::{
     AddressStatus, AnsibleStatus, AppCredentialStatus, CiliumStatus, LoadBalancersStatus,
     ManagementStatus, NetworkingStatus, NtpStatus, OpenStackClusterStatusExtensions,
-    OpenStackEndpoints, PlatformStatus, ServiceEndpoints, SshStatus, VipStatus,
+    OpenStackEndpoints, PlatformStatus, PodNetworkStatus, ServiceEndpoints, SshStatus, VipStatus,
 };
 pub use machine::{
     MachineLoadBalancers, MachineMemory, MachineNetworkInterfaces, NodeResources,

@@ -54,6 +54,23 @@ pub fn security_group_name(namespace: &str, cluster: &str, role: SecurityGroupRo
     )
 }
 
+/// Name of the Cilium pod network of a cluster whose extension asks for
+/// `kubeNetworkPlugin: cilium`: `<ns>-<name>-vpc-cni`, the peer provider's name, so a cluster
+/// switched from it adopts its pod network instead of making a second one.
+pub fn pod_network_name(namespace: &str, cluster: &str) -> String {
+    format!("{namespace}-{cluster}-vpc-cni")
+}
+
+/// Name of the pod network's subnet: `<ns>-<name>-vpc-cni-subnet` (the peer's).
+pub fn pod_subnet_name(namespace: &str, cluster: &str) -> String {
+    format!("{}-subnet", pod_network_name(namespace, cluster))
+}
+
+/// Name of the pods' allow-all security group: `<ns>-<name>-vpc-cni-secgroup` (the peer's).
+pub fn pod_security_group_name(namespace: &str, cluster: &str) -> String {
+    format!("{}-secgroup", pod_network_name(namespace, cluster))
+}
+
 /// Name of the bastion OpenStackServer: `<cluster>-bastion`.
 pub fn bastion_server_name(cluster: &str) -> String {
     format!("{cluster}-bastion")

@@ -9,6 +9,7 @@ pub mod external;
 pub mod floating_ip;
 pub mod lookup;
 pub mod network;
+pub mod pod_network;
 pub mod router;
 pub mod security_groups;
 pub mod vip_port;

@@ -62,6 +62,39 @@ pub struct ClusterSpec {
     /// The control-plane provider's object (tells which providers drive the cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_ref: Option<ContractReference>,
+    /// Pod and service networks of the workload cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_network: Option<ClusterNetwork>,
+}
+
+/// `Cluster.spec.clusterNetwork` (the part this provider reads).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ClusterNetwork {
+    /// The pod network's CIDR blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<NetworkRanges>,
+}
+
+/// A list of CIDR blocks.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkRanges {
+    /// The blocks, in the Cluster's order.
+    #[serde(default)]
+    pub cidr_blocks: Vec<String>,
+}
+
+impl Cluster {
+    /// The first pod CIDR block (`spec.clusterNetwork.pods.cidrBlocks[0]`), if any.
+    pub fn pod_cidr(&self) -> Option<&str> {
+        self.spec
+            .cluster_network
+            .as_ref()
+            .and_then(|n| n.pods.as_ref())
+            .and_then(|p| p.cidr_blocks.first())
+            .map(String::as_str)
+            .filter(|c| !c.is_empty())
+    }
 }
 
 /// Bootstrap section of a Machine.

@@ -163,8 +163,8 @@ impl Reconciled for OpenStackCluster {
         crate::ansible_driven::with_defaults_arc(osc, owners.cluster.as_ref())
     }
 
-    async fn apply(scope: &mut Scope<'_>, _owners: ClusterOwners) -> Result<Action> {
-        apply::apply(scope).await
+    async fn apply(scope: &mut Scope<'_>, owners: ClusterOwners) -> Result<Action> {
+        apply::apply(scope, owners.cluster.as_ref()).await
     }
 
     async fn cleanup(scope: &mut Scope<'_>, owners: ClusterOwners) -> Result<capo_cloud::Progress> {

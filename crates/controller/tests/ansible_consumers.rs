@@ -247,6 +247,13 @@ async fn consumer_renders_what_capo_provides() {
         "cilium_openstack_security_group_ids",
         &cilium["securityGroupIDs"][0],
     );
+    // Cilium's pod network, not the nodes' subnet and groups.
+    let pods = &ext["networking"]["podNetwork"];
+    want("cilium_openstack_default_subnet_id", &pods["subnetID"]);
+    want(
+        "cilium_openstack_security_group_ids",
+        &pods["securityGroupID"],
+    );
     assert_eq!(v["vpc_cni_webhook_enable"].as_bool(), Some(true));
     want(
         "vip_mgmt",

@@ -126,18 +126,28 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
         cp.port_id.as_deref(),
         "FIP on the VIP port"
     );
-    let cilium = ext.networking.clone().unwrap().cilium.unwrap();
+    let networking = ext.networking.clone().unwrap();
+    let cilium = networking.cilium.unwrap();
     assert_eq!(cilium.project_id, Some(h.project()));
+    assert_eq!(cilium.webhook_enable, Some(true));
+    let pods = networking.pod_network.expect("pod network recorded");
+    let pod_subnet = check_pod_network(&h, &o, &pods).await;
     assert_eq!(
         cilium.default_subnet_id.as_deref(),
-        Some(
-            o.status.as_ref().unwrap().network.as_ref().unwrap().subnets[0]
-                .id
-                .as_str()
-        )
+        Some(pod_subnet.as_str())
     );
-    assert_eq!(cilium.security_group_ids.len(), 2);
-    assert_eq!(cilium.webhook_enable, Some(true));
+    let st = o.status.as_ref().unwrap();
+    let managed = [&st.control_plane_security_group, &st.worker_security_group]
+        .map(|g| g.as_ref().unwrap().id.clone());
+    assert_eq!(
+        cilium.security_group_ids,
+        [
+            pods.security_group_id.clone(),
+            managed[0].clone(),
+            managed[1].clone()
+        ],
+        "the pods' group first (the consumer keeps only the first), then control plane, workers"
+    );
     let os = ext.open_stack.clone().unwrap();
     assert_eq!(os.hosts.keystone.as_deref(), Some("127.0.0.1"));
     assert_eq!(os.hosts.nova.as_deref(), Some("127.0.0.1"));
@@ -302,6 +312,12 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     for name in ["cp-0", "cp-1", "cp-3", "w-0", "w-1"] {
         wait_machine_gone(&h, name, 60).await;
     }
+    // A port Cilium made for a pod and never released (its node is gone): the pod network's
+    // deletion removes it rather than failing on it.
+    let leftover = serde_json::json!({"network_id": pods.network_id, "name": "cilium-pod"});
+    capo_openstack::network::create::<Value>(&s, capo_openstack::network::PORT, &leftover)
+        .await
+        .unwrap();
     h.delete_cluster("e1").await;
     h.wait_gone("e1", 90).await;
     assert!(
@@ -316,6 +332,91 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
             .await
             .is_err()
     );
+}
+
+/// The Cilium pod network in Neutron: the network and subnet of the peer's names with the
+/// Cluster's pod CIDR and no DHCP, on the cluster router, and the allow-all group. Returns the
+/// subnet's ID.
+async fn check_pod_network(
+    h: &Harness,
+    o: &OpenStackCluster,
+    pods: &capo_api::extensions::PodNetworkStatus,
+) -> String {
+    let subnet = items(h, "subnets")
+        .await
+        .into_iter()
+        .find(|sn| sn["id"].as_str() == Some(pods.subnet_id.as_str()))
+        .expect("pod subnet in Neutron");
+    assert_eq!(subnet["cidr"].as_str(), Some(common::POD_CIDR));
+    assert_eq!(pods.cidr, common::POD_CIDR);
+    assert_eq!(subnet["enable_dhcp"].as_bool(), Some(false));
+    assert_eq!(
+        subnet["network_id"].as_str(),
+        Some(pods.network_id.as_str())
+    );
+    let name = format!("{}-{}-vpc-cni", h.ns, o.metadata.name.as_deref().unwrap());
+    let network = items(h, "networks")
+        .await
+        .into_iter()
+        .find(|n| n["id"].as_str() == Some(pods.network_id.as_str()))
+        .expect("pod network in Neutron");
+    assert_eq!(network["name"].as_str(), Some(name.as_str()));
+    assert_eq!(
+        subnet["name"].as_str(),
+        Some(format!("{name}-subnet").as_str())
+    );
+    let router = o
+        .status
+        .as_ref()
+        .unwrap()
+        .router
+        .as_ref()
+        .unwrap()
+        .id
+        .clone();
+    let on_router = items(h, "ports").await.into_iter().any(|p| {
+        p["device_id"].as_str() == Some(router.as_str())
+            && p["fixed_ips"]
+                .as_array()
+                .is_some_and(|ips| ips.iter().any(|ip| ip["subnet_id"] == subnet["id"]))
+    });
+    assert!(
+        on_router,
+        "the pod subnet has an interface on the cluster router"
+    );
+    let group: Value = capo_openstack::network::get(
+        &h.session(),
+        capo_openstack::network::SECURITY_GROUP,
+        &pods.security_group_id,
+    )
+    .await
+    .expect("pods' security group in Neutron");
+    assert_eq!(
+        group["name"].as_str(),
+        Some(format!("{name}-secgroup").as_str())
+    );
+    let rules = group["security_group_rules"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (direction, ethertype) in [
+        ("ingress", "IPv4"),
+        ("ingress", "IPv6"),
+        ("egress", "IPv4"),
+        ("egress", "IPv6"),
+    ] {
+        let open = rules.iter().any(|r| {
+            r["direction"] == direction
+                && r["ethertype"] == ethertype
+                && r["protocol"].is_null()
+                && r["remote_group_id"].is_null()
+                && r["remote_ip_prefix"]
+                    .as_str()
+                    .is_none_or(|p| p == "0.0.0.0/0" || p == "::/0")
+        });
+        assert!(open, "{direction} {ethertype} allowed: {rules:?}");
+    }
+    pods.subnet_id.clone()
 }
 
 /// Wait until the Ansible inventory lists `n` machines; returns it.
@@ -665,4 +766,90 @@ async fn application_credential_secret_authenticates_and_goes_with_the_cluster()
     assert!(recorded(&o).is_none());
     assert!(secret(&h, "a2-app-credential").await.is_none());
     h.delete_cluster_leaving_nothing("a2").await;
+}
+
+/// With `kubeNetworkPlugin: cilium`, a Cluster without pod CIDR, then one overlapping the
+/// cluster subnet: the cluster is Ready, `ExtensionsReady` says why the pod network waits and
+/// nothing is published for Cilium; a usable pod CIDR then brings the pod network.
+#[tokio::test]
+async fn cilium_pod_network_waits_for_a_usable_pod_cidr() {
+    let mut h = Harness::new("podnet").await;
+    h.start();
+    let spec = common::open_spec(
+        "10.4.0.0/24",
+        "extensions:\n  networking:\n    kubeNetworkPlugin: cilium\n",
+    );
+    let cluster_network =
+        |pods: &str| format!("  clusterNetwork:\n    serviceDomain: cluster.local\n{pods}");
+    h.apply_capi_cluster("p1", &cluster_network("")).await;
+    let uid = h.uid("Cluster", "p1").await;
+    h.apply_osc("p1", &uid, &spec).await;
+    let blocked = |needle: &'static str| {
+        move |o: &OpenStackCluster| {
+            o.status.as_ref().is_some_and(|s| {
+                s.ready
+                    && capo_controller::conditions::get(&s.conditions, "ExtensionsReady")
+                        .is_some_and(|c| {
+                            c.reason.as_deref() == Some("PodNetworkBlocked")
+                                && c.message.as_deref().is_some_and(|m| m.contains(needle))
+                        })
+            })
+        }
+    };
+    let o = h
+        .wait_cluster(
+            "p1",
+            90,
+            "Ready, pod network waiting for a pod CIDR",
+            blocked("spec.clusterNetwork.pods.cidrBlocks"),
+        )
+        .await;
+    let cilium = ext_status(&o).networking.unwrap().cilium.unwrap();
+    assert_eq!(cilium.default_subnet_id, None, "never the nodes' subnet");
+    assert!(
+        cilium.security_group_ids.is_empty(),
+        "never the nodes' groups"
+    );
+    h.apply_capi_cluster(
+        "p1",
+        &cluster_network("    pods:\n      cidrBlocks: [10.4.0.0/16]\n"),
+    )
+    .await;
+    h.wait_cluster(
+        "p1",
+        60,
+        "pod CIDR overlapping the cluster subnet reported",
+        blocked("overlaps the cluster subnet 10.4.0.0/24"),
+    )
+    .await;
+    assert!(
+        !h.items().await["networks"]
+            .iter()
+            .any(|n| n["name"].as_str().is_some_and(|n| n.ends_with("-vpc-cni"))),
+        "nothing made for an unusable CIDR"
+    );
+    h.apply_capi_cluster(
+        "p1",
+        &cluster_network(&format!(
+            "    pods:\n      cidrBlocks: [{}]\n",
+            common::POD_CIDR
+        )),
+    )
+    .await;
+    let o = h
+        .wait_cluster("p1", 60, "pod network made and published", |o| {
+            ext_status(o)
+                .networking
+                .and_then(|n| n.cilium)
+                .is_some_and(|c| c.default_subnet_id.is_some())
+        })
+        .await;
+    let networking = ext_status(&o).networking.unwrap();
+    let pods = networking.pod_network.unwrap();
+    check_pod_network(&h, &o, &pods).await;
+    assert_eq!(
+        networking.cilium.unwrap().security_group_ids[0],
+        pods.security_group_id
+    );
+    h.delete_cluster_leaving_nothing("p1").await;
 }

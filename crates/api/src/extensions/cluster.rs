@@ -197,6 +197,15 @@ pub struct CiliumOptions {
 pub const ANSIBLE_CONTROL_PLANE_KIND: &str = "AnsibleControlPlane";
 
 impl OpenStackClusterExtensions {
+    /// Whether the network plugin is Cilium (any case, as the peer compares it), which gets a
+    /// pod network and an allow-all pod security group for Cilium's OpenStack IPAM.
+    pub fn cilium(&self) -> bool {
+        self.networking
+            .as_ref()
+            .and_then(|n| n.kube_network_plugin.as_deref())
+            .is_some_and(|p| p.eq_ignore_ascii_case("cilium"))
+    }
+
     /// What the peer provider does for a cluster its Ansible providers drive when the
     /// OpenStackCluster has no `spec.extensions` (its manifests never write one): a control-plane
     /// VIP (the API load balancer when `apiServerLoadBalancer` is enabled, else a keepalived VIP

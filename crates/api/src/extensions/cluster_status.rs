@@ -38,6 +38,27 @@ pub struct NetworkingStatus {
     /// Cilium (VPC CNI) inputs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cilium: Option<CiliumStatus>,
+    /// The pod network capo made for Cilium's OpenStack IPAM (`kubeNetworkPlugin: cilium`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_network: Option<PodNetworkStatus>,
+}
+
+/// The pod network of a Cilium cluster: a network and subnet with the Cluster's pod CIDR on
+/// the cluster router, and an allow-all security group for the pods' ports.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PodNetworkStatus {
+    /// Neutron network ID.
+    #[serde(rename = "networkID")]
+    pub network_id: String,
+    /// Neutron subnet ID; published as `cilium.defaultSubnetID`.
+    #[serde(rename = "subnetID")]
+    pub subnet_id: String,
+    /// The subnet's CIDR (the Cluster's first pod CIDR block).
+    pub cidr: String,
+    /// The allow-all security group; published first in `cilium.securityGroupIDs`.
+    #[serde(rename = "securityGroupID")]
+    pub security_group_id: String,
 }
 
 /// Cilium (VPC CNI) inputs.
@@ -47,10 +68,13 @@ pub struct CiliumStatus {
     /// Project of the Keystone token; feeds `cilium_openstack_project_id`.
     #[serde(rename = "projectID", skip_serializing_if = "Option::is_none")]
     pub project_id: Option<String>,
-    /// Cluster subnet; feeds `cilium_openstack_default_subnet_id`.
+    /// The pod subnet with `kubeNetworkPlugin: cilium`, else the cluster subnet; feeds
+    /// `cilium_openstack_default_subnet_id`.
     #[serde(rename = "defaultSubnetID", skip_serializing_if = "Option::is_none")]
     pub default_subnet_id: Option<String>,
-    /// Managed security groups; feeds `cilium_openstack_security_group_ids`.
+    /// The pods' security group first (with `kubeNetworkPlugin: cilium`; the consumer keeps only
+    /// the first), then the managed control-plane and worker groups; feeds
+    /// `cilium_openstack_security_group_ids`.
     #[serde(
         rename = "securityGroupIDs",
         default,
@@ -233,6 +257,12 @@ mod tests {
                     security_group_ids: vec!["a".into(), "b".into()],
                     webhook_enable: Some(true),
                 }),
+                pod_network: Some(PodNetworkStatus {
+                    network_id: "n".into(),
+                    subnet_id: "s".into(),
+                    cidr: "10.8.0.0/16".into(),
+                    security_group_id: "a".into(),
+                }),
             }),
             load_balancers: Some(LoadBalancersStatus {
                 control_plane: Some(VipStatus {
@@ -264,7 +294,9 @@ mod tests {
             serde_json::to_value(&status).unwrap_or_default(),
             json!({
                 "networking": {"cilium": {"projectID": "p", "defaultSubnetID": "s",
-                    "securityGroupIDs": ["a", "b"], "webhookEnable": true}},
+                    "securityGroupIDs": ["a", "b"], "webhookEnable": true},
+                    "podNetwork": {"networkID": "n", "subnetID": "s", "cidr": "10.8.0.0/16",
+                        "securityGroupID": "a"}},
                 "loadBalancers": {"controlPlane": {"vip": "10.6.0.5", "portID": "port", "floatingIPID": "fip"},
                     "harbor": {"vip": "10.6.0.6"}},
                 "openStack": {"projectDomain": "Default",

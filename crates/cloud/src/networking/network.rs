@@ -113,13 +113,6 @@ async fn network_with_origin(
     Ok((n, true))
 }
 
-fn description(owner: &Owner) -> String {
-    format!(
-        "Created by capo for OpenStackCluster {}/{}",
-        owner.namespace, owner.name
-    )
-}
-
 /// Ensure the managed subnet: found by ID, else by network + CIDR (as upstream); DNS servers
 /// are updated in place; allocation pools apply at creation.
 pub async fn ensure_subnet(
@@ -184,6 +177,7 @@ async fn create_subnet(
             })
             .collect(),
         gateway_ip: None,
+        enable_dhcp: None,
     };
     net::create(s, SUBNET, &body)
         .await
@@ -293,10 +287,17 @@ pub async fn delete_network(
         }
         Err(e) => return Err(e),
     };
-    let filter = ListFilter::default().with("network_id", network.id.as_str());
+    delete_with_ports(s, &network.id).await
+}
+
+/// Delete a network of ours after removing every port on it: router interfaces are detached
+/// from their router, DHCP ports go with the network, anything else (ports left by a CNI or a
+/// crashed create) is deleted.
+pub(crate) async fn delete_with_ports(s: &Session, network_id: &str) -> Result<()> {
+    let filter = ListFilter::default().with("network_id", network_id);
     let ports: Vec<Port> = net::list(s, PORT, &filter)
         .await
-        .ctx(|| format!("list ports of network {}", network.id))?;
+        .ctx(|| format!("list ports of network {network_id}"))?;
     for p in ports {
         if p.device_owner.starts_with("network:router_interface") {
             for ip in p.fixed_ips.iter().filter_map(|f| f.subnet_id.as_deref()) {
@@ -306,7 +307,15 @@ pub async fn delete_network(
             delete_opt(s, PORT, &p.id).await?;
         }
     }
-    delete_opt(s, NETWORK, &network.id).await
+    delete_opt(s, NETWORK, network_id).await
+}
+
+/// The description of every network and subnet capo creates.
+pub(crate) fn description(owner: &Owner) -> String {
+    format!(
+        "Created by capo for OpenStackCluster {}/{}",
+        owner.namespace, owner.name
+    )
 }
 
 /// Detach a subnet from a router; already detached or router gone is success.

@@ -45,7 +45,8 @@ pub async fn ensure_router(
         Some(p) => (resolve_byo(s, p).await?, false),
         None => ensure_managed_router(s, owner, spec, ext, recorded.map(|r| r.id.as_str())).await?,
     };
-    ensure_interfaces(s, &router.id, network, fresh).await?;
+    let subnets = network.subnets.iter().map(|sn| sn.id.as_str());
+    attach_subnets(s, &router.id, subnets, fresh).await?;
     Ok(Some(router_status(router)))
 }
 
@@ -163,13 +164,14 @@ async fn router_ports(s: &Session, router_id: &str) -> Result<Vec<Port>> {
         .ctx(|| format!("list ports of router {router_id}"))
 }
 
-async fn ensure_interfaces(
+/// Give the router an interface on each of `subnets` it has none on yet. `fresh`: the router
+/// was created just now and has no interfaces (the lookup is skipped).
+pub(crate) async fn attach_subnets<'a>(
     s: &Session,
     router_id: &str,
-    network: &NetworkStatusWithSubnets,
+    subnets: impl Iterator<Item = &'a str>,
     fresh: bool,
 ) -> Result<()> {
-    // A router created just now has no interfaces: skip the lookup.
     let ports = if fresh {
         Vec::new()
     } else {
@@ -182,8 +184,8 @@ async fn ensure_interfaces(
                 .any(|f| f.subnet_id.as_deref() == Some(subnet))
         })
     };
-    for sn in network.subnets.iter().filter(|sn| !attached(&sn.id)) {
-        match net::add_router_interface(s, router_id, &sn.id).await {
+    for sn in subnets.filter(|sn| !attached(sn)) {
+        match net::add_router_interface(s, router_id, sn).await {
             Ok(_) => {}
             // A PUT retried after a lost reply answers "already has a port on subnet".
             Err(e)
@@ -191,7 +193,7 @@ async fn ensure_interfaces(
                     && e.to_string().contains("already") => {}
             Err(e) => {
                 return Err(Error::api(
-                    format!("attach subnet {} to router {router_id}", sn.id),
+                    format!("attach subnet {sn} to router {router_id}"),
                     e,
                 ));
             }

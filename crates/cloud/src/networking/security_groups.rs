@@ -15,9 +15,9 @@ use capo_openstack::network::{
 };
 
 use crate::error::{Context, Error, Result};
-use crate::networking::lookup::{Origin, delete_opt, ensure_tags, pick_owned};
+use crate::networking::lookup::{Origin, delete_opt, ensure_tags, find_owned, pick_owned};
 use crate::ownership::Owner;
-use crate::plan::rule_diff::{DesiredRule, diff};
+use crate::plan::rule_diff::{DesiredRule, RuleKey, diff};
 use crate::plan::security_groups::{GroupIds, desired_groups, desired_rules, managed};
 
 /// The managed groups, as recorded in status.
@@ -218,6 +218,42 @@ async fn create_rules(s: &Session, rules: &[SecurityGroupRule]) -> Result<()> {
     Ok(())
 }
 
+/// Ensure the group `name` allows all traffic in and out, IPv4 and IPv6 (Neutron's default
+/// egress rules already count). Found by the recorded ID, else by name; created and tagged
+/// when missing; rules of ours that are not allow-all are removed, others left alone.
+pub async fn ensure_allow_all_group(
+    s: &Session,
+    owner: &Owner,
+    name: &str,
+    recorded: Option<&str>,
+) -> Result<SecurityGroup> {
+    let found = find_owned::<SecurityGroup>(
+        s,
+        owner,
+        SECURITY_GROUP,
+        recorded,
+        ListFilter::by_name(name),
+    )
+    .await?;
+    let (mut g, origin) = match found {
+        Some(g) => (g, Origin::Found),
+        None => (create_group(s, owner, name).await?, Origin::Created),
+    };
+    g.tags = ensure_tags(s, owner, SECURITY_GROUP, &g, origin).await?;
+    let desired: Vec<DesiredRule> = ["ingress", "egress"]
+        .into_iter()
+        .flat_map(|direction| {
+            ["IPv4", "IPv6"].map(|ethertype| DesiredRule {
+                key: RuleKey::new(direction, ethertype, None, (None, None), None, None),
+                description: format!("Allow all {direction} {ethertype}"),
+            })
+        })
+        .collect();
+    let to_create = reconcile_rules(s, &g, &desired, false).await?;
+    create_rules(s, &to_create).await?;
+    Ok(g)
+}
+
 /// Delete the three managed groups (bastion's too, whether or not it is enabled now). Absent
 /// is success; another cluster's group is left alone; a group still in use by a port comes
 /// back as a retryable 409 after the other groups were attempted.
@@ -231,9 +267,14 @@ pub async fn delete_security_groups(s: &Session, owner: &Owner) -> Result<()> {
         .iter()
         .map(|r| capo_api::names::security_group_name(&owner.namespace, &owner.name, *r))
         .collect();
+    delete_named_groups(s, owner, &names).await
+}
+
+/// Delete our groups of these names (one list request), as [`delete_security_groups`] does.
+pub async fn delete_named_groups(s: &Session, owner: &Owner, names: &[String]) -> Result<()> {
     let found = list_by_names(s, names.iter().map(String::as_str)).await?;
     let mut first_err = None;
-    for name in &names {
+    for name in names {
         let candidates: Vec<SecurityGroup> =
             found.iter().filter(|g| &g.name == name).cloned().collect();
         let g = match pick_owned(owner, "security group", candidates) {

@@ -12,8 +12,6 @@
 //! operator asks for strict mode. A marker, rather than IDs tracked in status, survives a lost
 //! status (clusterctl move rebuilds status from the cloud) and needs no extra bookkeeping.
 
-use std::net::IpAddr;
-
 use capo_openstack::network::SecurityGroupRule;
 
 /// Suffix of the description of every rule this provider creates.
@@ -184,34 +182,8 @@ fn normalize_protocol(p: Option<&str>) -> Option<String> {
 
 /// Canonical CIDR (host bits cleared, bare address → /32 or /128); "any" prefixes → None.
 fn normalize_prefix(p: &str) -> Option<String> {
-    let p = p.trim();
-    if p.is_empty() {
-        return None;
-    }
-    let (addr, len) = match p.split_once('/') {
-        Some((a, l)) => (a, l.parse::<u8>().ok()),
-        None => (p, None),
-    };
-    let Ok(ip) = addr.parse::<IpAddr>() else {
-        return Some(p.to_owned());
-    };
-    let canonical = match ip {
-        IpAddr::V4(v4) => {
-            let len = len.unwrap_or(32).min(32);
-            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-            format!("{}/{len}", std::net::Ipv4Addr::from(u32::from(v4) & mask))
-        }
-        IpAddr::V6(v6) => {
-            let len = len.unwrap_or(128).min(128);
-            let mask = if len == 0 {
-                0
-            } else {
-                u128::MAX << (128 - len)
-            };
-            format!("{}/{len}", std::net::Ipv6Addr::from(u128::from(v6) & mask))
-        }
-    };
-    (!canonical.ends_with("/0")).then_some(canonical)
+    let canonical = super::cidr::canonical(p);
+    (!canonical.is_empty() && !canonical.ends_with("/0")).then_some(canonical)
 }
 
 #[cfg(test)]

@@ -12,16 +12,21 @@ use super::bastion::reconcile_bastion;
 use super::endpoint::{reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
 use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
+use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::error::Result;
 
 /// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
-pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
+/// `cluster`: the owner Cluster (its pod CIDR feeds the Cilium pod network).
+pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> Result<Action> {
+    let pod_cidr = cluster.and_then(Cluster::pod_cidr);
     let s = scope.session().await?;
     let key = scope.key();
     let fp = fingerprint(scope.obj, &scope.status)?;
-    if scope.status.ready && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
-        return finish(scope, &s, false).await;
+    // A Cilium pod network still to make (say the Cluster's pod CIDR came late) is not steady.
+    let pending = super::extensions::pod_network::pending(scope);
+    if scope.status.ready && !pending && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
+        return finish(scope, &s, false, pod_cidr).await;
     }
     let net_key = format!("{key}#network");
     let net_fp = network_fingerprint(scope.obj, &scope.status)?;
@@ -47,7 +52,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     }
     reconcile_failure_domains(scope, &s).await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    match super::extensions::reconcile_cloud(scope, &s).await? {
+    match super::extensions::reconcile_cloud(scope, &s, pod_cidr).await? {
         Progress::Done(()) => {}
         Progress::Waiting(why) => {
             return scope
@@ -83,17 +88,22 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     });
     scope.set(READY, State::True);
     scope.flush().await?;
-    finish(scope, &s, true).await
+    finish(scope, &s, true, pod_cidr).await
 }
 
 /// Bastion (after Ready, as upstream: a cluster does not wait for its bastion), then record
 /// convergence.
-async fn finish(scope: &mut Scope<'_>, s: &Session, verified: bool) -> Result<Action> {
+async fn finish(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    verified: bool,
+    pod_cidr: Option<&str>,
+) -> Result<Action> {
     scope.step = super::bastion::BASTION_READY;
     let bastion = reconcile_bastion(scope, s).await?;
     scope.flush().await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    super::extensions::reconcile_status(scope, s).await?;
+    super::extensions::reconcile_status(scope, s, pod_cidr).await?;
     let key = scope.key();
     if !bastion.is_done() {
         return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));

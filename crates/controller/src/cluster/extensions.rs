@@ -10,6 +10,8 @@
 //!   none.
 //! - [`app_credential`]: a Keystone application credential per cluster, in the Secret
 //!   `<cluster>-app-credential` (`clouds.yaml`) named by `status.extensions.openStack.appCredential`.
+//! - [`pod_network`]: with `kubeNetworkPlugin: cilium`, a pod network and subnet (the Cluster's
+//!   pod CIDR) on the cluster router and an allow-all security group for the pods.
 //! - [`vars`]: `status.extensions`: one field per variable of the contract (project, subnet,
 //!   security groups, VIPs, catalog endpoint hosts, region, NTP, management VIP).
 //! - [`ansible`]: the Secret `<cluster>-ansible` with `vars.yaml` and `inventory.yaml`, rendered
@@ -19,6 +21,7 @@
 pub(super) mod ansible;
 pub(super) mod app_credential;
 pub(super) mod ingress_lb;
+pub(in crate::cluster) mod pod_network;
 pub(super) mod ssh;
 pub(super) mod vars;
 pub(super) mod vips;
@@ -100,14 +103,20 @@ pub(super) async fn apply_owned_secret(
     Ok(())
 }
 
-/// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, ingress VIP.
-/// `NotReady` while the ingress load balancer is being built.
-pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
+/// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, application
+/// credential, Cilium's pod network, ingress VIP. `Waiting` while the ingress load balancer is
+/// being built. `pod_cidr`: the Cluster's first pod CIDR block.
+pub(super) async fn reconcile_cloud(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    pod_cidr: Option<&str>,
+) -> Result<Progress> {
     if spec(scope.obj).is_none() {
         return Ok(Progress::Done(()));
     }
     ssh::reconcile_ssh(scope, s).await?;
     app_credential::reconcile(scope, s).await?;
+    pod_network::reconcile(scope, s, pod_cidr).await?;
     let progress = vips::reconcile_ingress(scope, s).await?;
     scope.flush().await?;
     Ok(progress)
@@ -115,23 +124,29 @@ pub(super) async fn reconcile_cloud(scope: &mut Scope<'_>, s: &Session) -> Resul
 
 /// Kubernetes-side steps of every reconcile (also steady ones): status variables, the
 /// Ansible Secret, ExtensionsReady.
-pub(super) async fn reconcile_status(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
+pub(super) async fn reconcile_status(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    pod_cidr: Option<&str>,
+) -> Result<()> {
     if spec(scope.obj).is_none() {
         return Ok(());
     }
     vars::fill_status(scope, s).await?;
     ansible::reconcile_secret(scope).await?;
+    pod_network::report(scope, pod_cidr);
     app_credential::report(scope, s);
     scope.flush().await
 }
 
-/// Delete what the extension created (ingress load balancer and floating IP, VIP ports, key
-/// pair, Secrets); `NotReady` while Octavia deletes the ingress load balancer.
+/// Delete what the extension created (ingress load balancer and floating IP, VIP ports, pod
+/// network, key pair, Secrets); `NotReady` while Octavia deletes the ingress load balancer.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let progress = vips::cleanup(scope, s).await?;
     if !progress.is_done() {
         return Ok(progress);
     }
+    pod_network::cleanup(scope, s).await?;
     ssh::cleanup(scope, s).await?;
     app_credential::cleanup(scope, s).await?;
     ansible::cleanup(scope).await?;

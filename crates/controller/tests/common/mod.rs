@@ -190,15 +190,21 @@ impl Harness {
     }
 
     /// Apply the Cluster API Cluster `name` pointing at OpenStackCluster `name`, with the
-    /// `spec_lines` (indented by 2) in its spec.
+    /// `spec_lines` (indented by 2) in its spec, and the pod CIDR [`POD_CIDR`] unless they
+    /// name a `clusterNetwork`.
     pub async fn apply_capi_cluster(&self, name: &str, spec_lines: &str) {
+        let network = if spec_lines.contains("clusterNetwork:") {
+            String::new()
+        } else {
+            format!("  clusterNetwork:\n    pods:\n      cidrBlocks: [{POD_CIDR}]\n")
+        };
         self.apply(&format!(
             "apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: {name}
 spec:
-{spec_lines}  infrastructureRef:
+{spec_lines}{network}  infrastructureRef:
     apiGroup: infrastructure.cluster.x-k8s.io
     kind: OpenStackCluster
     name: {name}
@@ -468,6 +474,10 @@ pub fn status_json<K: kube::Resource + serde::Serialize>(o: Option<K>) -> String
     let v = o.map(|o| serde_json::to_value(o).unwrap_or_default()["status"].clone());
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
+
+/// The pod CIDR of the test Clusters (Cilium's pod subnet; clear of every test's cluster
+/// subnet and of the real services' external network).
+pub const POD_CIDR: &str = "10.244.0.0/16";
 
 /// A test cluster's spec: the identity of [`Harness::new`], a managed subnet `cidr` whose
 /// machines may all talk to each other, then `rest`.

@@ -110,6 +110,8 @@ pub struct SubnetCreate {
     pub allocation_pools: Vec<AllocationPool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_dhcp: Option<bool>,
 }
 
 /// A router's external gateway.

@@ -29,19 +29,39 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .or_else(|| creds.entry.auth.project_domain_id.clone())
         .or_else(|| creds.entry.auth.user_domain_name.clone());
     let st = &scope.status;
-    let subnet = st.network.as_ref().and_then(|n| {
-        n.subnets
-            .iter()
-            .find(|sn| !sn.cidr.contains(':'))
-            .or_else(|| n.subnets.first())
-            .map(|sn| sn.id.clone())
-    });
-    let security_groups: Vec<String> =
-        [&st.control_plane_security_group, &st.worker_security_group]
-            .into_iter()
-            .flatten()
-            .map(|g| g.id.clone())
-            .collect();
+    let pod_network = st
+        .extensions
+        .as_ref()
+        .and_then(|e| e.networking.as_ref())
+        .and_then(|n| n.pod_network.clone());
+    let managed_groups: Vec<String> = [&st.control_plane_security_group, &st.worker_security_group]
+        .into_iter()
+        .flatten()
+        .map(|g| g.id.clone())
+        .collect();
+    // With Cilium the pods get their own subnet and allow-all group, and the consumer keeps
+    // only the first group: nothing is published until the pod network exists, so Cilium is
+    // never pointed at the nodes' subnet or groups.
+    let (subnet, security_groups): (Option<String>, Vec<String>) = if ext_spec.cilium() {
+        match &pod_network {
+            Some(p) => (
+                Some(p.subnet_id.clone()),
+                std::iter::once(p.security_group_id.clone())
+                    .chain(managed_groups)
+                    .collect(),
+            ),
+            None => (None, Vec::new()),
+        }
+    } else {
+        let subnet = st.network.as_ref().and_then(|n| {
+            n.subnets
+                .iter()
+                .find(|sn| !sn.cidr.contains(':'))
+                .or_else(|| n.subnets.first())
+                .map(|sn| sn.id.clone())
+        });
+        (subnet, managed_groups)
+    };
     let bastion_fixed = st.bastion.as_ref().and_then(|b| b.ip.clone());
     let bastion_public = st
         .bastion
@@ -72,6 +92,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
             security_group_ids: security_groups,
             webhook_enable: Some(capo_ansible::webhook_enable(&ext_spec)),
         }),
+        pod_network,
     });
     if let Some(cp) = octavia_cp {
         ext.load_balancers
