@@ -2,7 +2,9 @@
 
 use crate::{BastionFacts, ClusterFacts, DEFAULT_SSH_USER, HostFacts, Role};
 use capo_api::constants::CONTROL_PLANE_LABEL;
-use capo_api::extensions::{OpenStackClusterExtensions, OpenStackClusterStatusExtensions};
+use capo_api::extensions::{
+    DEFAULT_NTP_SERVER, OpenStackClusterExtensions, OpenStackClusterStatusExtensions,
+};
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use std::collections::BTreeMap;
 
@@ -28,7 +30,8 @@ impl ClusterFacts {
     /// `status.extensions` is the source of every provider-derived value. Values the provider
     /// derives by a fixed rule from the spec or the bastion are derived here by the same rule
     /// while the status does not hold them yet: `vpc_cni_webhook_enable` ([`webhook_enable`]),
-    /// `ntp_server` (override, else bastion address), `vip_mgmt` (bastion address).
+    /// `ntp_server` (override, else the bastion's fixed IP, else [`DEFAULT_NTP_SERVER`]),
+    /// `vip_mgmt` (bastion address).
     pub fn from_api(cluster: &OpenStackCluster, machines: &[OpenStackMachine]) -> ClusterFacts {
         let spec = cluster.spec.extensions.clone().unwrap_or_default();
         let status: OpenStackClusterStatusExtensions = cluster
@@ -68,8 +71,9 @@ impl ClusterFacts {
             ntp_server: platform
                 .ntp
                 .and_then(|n| n.server)
-                .or_else(|| ntp_override(&spec))
-                .or_else(|| bastion_address.clone()),
+                .or_else(|| spec.ntp_override().map(str::to_owned))
+                .or_else(|| bastion_fixed_ip(cluster))
+                .or_else(|| Some(DEFAULT_NTP_SERVER.to_owned())),
             management_vip: platform
                 .management
                 .and_then(|m| m.vip)
@@ -90,8 +94,9 @@ fn bastion_address(cluster: &OpenStackCluster) -> Option<String> {
     bastion.floating_ip.clone().or_else(|| bastion.ip.clone())
 }
 
-fn ntp_override(spec: &OpenStackClusterExtensions) -> Option<String> {
-    spec.platform.as_ref()?.ntp.as_ref()?.server.clone()
+/// The bastion's address on the cluster network (where it serves time to the nodes).
+fn bastion_fixed_ip(cluster: &OpenStackCluster) -> Option<String> {
+    cluster.status.as_ref()?.bastion.as_ref()?.ip.clone()
 }
 
 /// The recorded security groups; an empty record means "not created yet" when the cluster

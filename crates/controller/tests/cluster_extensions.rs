@@ -503,12 +503,13 @@ async fn octavia_mode_control_plane_and_ingress_load_balancers() {
         "1 API + 3 ingress listeners: {inv:?}"
     );
     assert_eq!(inv.get("floatingips"), Some(&2), "{inv:?}");
-    // No bastion and no NTP override: ExtensionsReady names what Ansible will not get.
+    // No bastion: ExtensionsReady names what Ansible will not get (vip_mgmt); NTP falls back
+    // to the documented default.
     let ready = capo_controller::conditions::get(&st.conditions, "ExtensionsReady").unwrap();
     assert_eq!(ready.status, "False");
     let why = ready.message.clone().unwrap_or_default();
     assert!(
-        why.contains("ntp_server") && why.contains("vip_mgmt"),
+        why.contains("vip_mgmt") && !why.contains("ntp_server"),
         "{why}"
     );
     let vars = key(&secret(&h, "o1-ansible").await.unwrap(), "vars.yaml");
@@ -852,4 +853,86 @@ async fn cilium_pod_network_waits_for_a_usable_pod_cidr() {
         pods.security_group_id
     );
     h.delete_cluster_leaving_nothing("p1").await;
+}
+
+/// `ntp_server` without an override: the bastion, which then serves time to the cluster network
+/// (chrony in its user data, UDP 123 from the nodes' groups on its group); without a bastion the
+/// documented default.
+#[tokio::test]
+async fn ntp_server_is_the_override_else_the_bastion_else_the_default() {
+    let mut h = Harness::new("ntp").await;
+    h.start_all();
+    let ext = "extensions:\n  ssh:\n    generateKeyPair: true\n    user: root\n";
+    h.create_cluster(
+        "n1",
+        &common::open_spec("10.4.0.0/24", &format!("{}{ext}", common::BASTION)),
+    )
+    .await;
+    h.create_cluster("n2", &common::open_spec("10.5.0.0/24", ext))
+        .await;
+    let ntp = |o: &OpenStackCluster| {
+        ext_status(o)
+            .platform
+            .and_then(|p| p.ntp)
+            .and_then(|n| n.server)
+    };
+    let o = h
+        .wait_cluster("n1", 90, "the bastion published as NTP server", |o| {
+            let ip = o
+                .status
+                .as_ref()
+                .and_then(|s| s.bastion.as_ref())
+                .and_then(|b| b.ip.clone());
+            ip.is_some() && ntp(o) == ip
+        })
+        .await;
+    let st = o.status.clone().unwrap();
+    let (cp, wk) = (
+        st.control_plane_security_group.unwrap().id,
+        st.worker_security_group.unwrap().id,
+    );
+    let bastion_group: Value = capo_openstack::network::get(
+        &h.session(),
+        capo_openstack::network::SECURITY_GROUP,
+        &st.bastion_security_group.unwrap().id,
+    )
+    .await
+    .unwrap();
+    let rules = bastion_group["security_group_rules"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for from in [&cp, &wk] {
+        assert!(
+            rules.iter().any(|r| r["direction"] == "ingress"
+                && r["protocol"] == "udp"
+                && r["port_range_min"] == 123
+                && r["port_range_max"] == 123
+                && r["remote_group_id"].as_str() == Some(from.as_str())),
+            "NTP from {from} on the bastion's group: {rules:?}"
+        );
+    }
+    let user_data = key(&secret(&h, "n1-bastion-userdata").await.unwrap(), "value");
+    let doc: yaml_serde::Value = yaml_serde::from_str(&user_data).unwrap();
+    assert_eq!(doc["packages"][0].as_str(), Some("chrony"));
+    assert!(
+        user_data.contains("allow 10.4.0.0/24"),
+        "chrony serves the cluster subnet"
+    );
+    let o = h
+        .wait_cluster("n2", 90, "the default NTP server without a bastion", |o| {
+            ntp(o).is_some()
+        })
+        .await;
+    assert_eq!(
+        ntp(&o).as_deref(),
+        Some(capo_api::extensions::DEFAULT_NTP_SERVER)
+    );
+    let st = o.status.clone().unwrap();
+    let unresolved = capo_controller::conditions::get(&st.conditions, "ExtensionsReady")
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default();
+    assert!(!unresolved.contains("ntp_server"), "{unresolved}");
+    h.delete_cluster("n2").await;
+    h.delete_cluster_leaving_nothing("n1").await;
 }

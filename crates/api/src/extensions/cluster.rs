@@ -164,7 +164,8 @@ pub struct PlatformOptions {
 #[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct NtpOptions {
-    /// NTP server for the nodes; feeds `ntp_server` (the bastion address when unset).
+    /// NTP server for the nodes; feeds `ntp_server`. Unset: the bastion, which then serves
+    /// time to the cluster network, else [`DEFAULT_NTP_SERVER`].
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub server: Option<String>,
@@ -196,7 +197,17 @@ pub struct CiliumOptions {
 /// Kind of the Ansible control-plane provider's object (`controlplane.cluster.x-k8s.io`).
 pub const ANSIBLE_CONTROL_PLANE_KIND: &str = "AnsibleControlPlane";
 
+/// `ntp_server` when the spec names none and the cluster has no bastion: the public NTP pool,
+/// which is also Kubespray's default. Clouds without internet access set
+/// `spec.extensions.platform.ntp.server` or enable the bastion.
+pub const DEFAULT_NTP_SERVER: &str = "pool.ntp.org";
+
 impl OpenStackClusterExtensions {
+    /// `spec.extensions.platform.ntp.server`, if set.
+    pub fn ntp_override(&self) -> Option<&str> {
+        self.platform.as_ref()?.ntp.as_ref()?.server.as_deref()
+    }
+
     /// Whether the network plugin is Cilium (any case, as the peer compares it), which gets a
     /// pod network and an allow-all pod security group for Cilium's OpenStack IPAM.
     pub fn cilium(&self) -> bool {

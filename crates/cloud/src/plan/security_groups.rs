@@ -10,7 +10,8 @@
 //! - worker: NodePort 30000-32767 TCP and UDP from the workers, the control plane and the
 //!   cluster's IPv4 subnet CIDR; kubelet 10250 from itself and the control plane (or any
 //!   protocol, as above); SSH 22 from the bastion group;
-//! - bastion (only when enabled): SSH 22 from anywhere;
+//! - bastion (only when enabled): SSH 22 from anywhere; NTP (UDP 123) from the control plane
+//!   and the workers when it serves them time ([`bastion_serves_ntp`], BA/ACP extension);
 //! - user rules: `allNodesSecurityGroupRules` on control plane and worker, the per-role lists
 //!   on their group; `remoteManagedGroups` expands to one rule per named group.
 
@@ -55,6 +56,17 @@ pub fn bastion_enabled(spec: &OpenStackClusterSpec) -> bool {
     spec.bastion
         .as_ref()
         .is_some_and(|b| b.enabled != Some(false))
+}
+
+/// Whether the bastion serves time to the nodes: the BA/ACP extension is on and names no NTP
+/// server, so it publishes the bastion as `ntp_server` (the bastion's user data then runs an
+/// NTP server for the cluster network, and its group lets the nodes in on UDP 123).
+pub fn bastion_serves_ntp(spec: &OpenStackClusterSpec) -> bool {
+    bastion_enabled(spec)
+        && spec
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.ntp_override().is_none())
 }
 
 /// The roles whose groups should exist, with their names.
@@ -131,6 +143,21 @@ pub fn desired_rules(
     let bastion_rules = bastion.map(|_| {
         let mut rules = default_egress();
         rules.push(ingress_tcp("SSH", 22, None));
+        if bastion_serves_ntp(spec) {
+            for group in [cp, wk] {
+                rules.push(DesiredRule {
+                    key: RuleKey::new(
+                        "ingress",
+                        "IPv4",
+                        Some("udp"),
+                        (Some(123), Some(123)),
+                        Some(group),
+                        None,
+                    ),
+                    description: "NTP".to_owned(),
+                });
+            }
+        }
         rules
     });
     Ok(DesiredGroups {

@@ -75,7 +75,7 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
     capo_cloud::compute::ensure_keypair(s, &keypair, &public).await?;
     let user_data = BTreeMap::from([(
         "value".to_owned(),
-        ByteString(bastion_user_data(&public).into_bytes()),
+        ByteString(bastion_user_data(&public, &ntp_clients(scope)).into_bytes()),
     )]);
     let ud_name = bastion_user_data_secret_name(&scope.owner.name);
     let current = api
@@ -161,11 +161,23 @@ async fn create_secret(
     }
 }
 
+/// The cluster network's subnets, which the bastion serves time to when it is the published
+/// `ntp_server` (none otherwise).
+fn ntp_clients(scope: &Scope<'_>) -> Vec<String> {
+    if !capo_cloud::plan::security_groups::bastion_serves_ntp(&scope.obj.spec) {
+        return Vec::new();
+    }
+    let subnets = scope.status.network.iter().flat_map(|n| &n.subnets);
+    subnets.map(|sn| sn.cidr.clone()).collect()
+}
+
 /// cloud-init for the bastion: the Ansible providers log in as `root` with the cluster's key
 /// and jump through the bastion (`ssh -J`), so root login by key and TCP forwarding are on.
-/// The key is public; the user data holds no secret.
-pub(super) fn bastion_user_data(public_key: &str) -> String {
-    format!(
+/// With `ntp_clients`, chrony also serves time to those networks (the bastion is then the
+/// published `ntp_server`; Debian/Ubuntu and RHEL configuration paths both). The key is
+/// public; the user data holds no secret.
+pub(super) fn bastion_user_data(public_key: &str, ntp_clients: &[String]) -> String {
+    let mut doc = format!(
         "#cloud-config
 # Written by capo for the Ansible bootstrap and control-plane providers.
 disable_root: false
@@ -177,11 +189,28 @@ write_files:
     content: |
       PermitRootLogin prohibit-password
       AllowTcpForwarding yes
-runcmd:
-  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
 ",
         public_key.trim()
-    )
+    );
+    if !ntp_clients.is_empty() {
+        let allow: String = ntp_clients.iter().map(|c| format!("allow {c}\n")).collect();
+        doc.push_str(&format!(
+            "packages:
+  - chrony
+runcmd:
+  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
+  - [sh, -c, \"for f in /etc/chrony/chrony.conf /etc/chrony.conf; do [ -f $f ] && ! grep -q '^# capo ntp' $f && printf '# capo ntp: serve the cluster network\\n{allow}' >> $f; done; systemctl restart chrony || systemctl restart chronyd || true\"]
+",
+            allow = allow.replace('\n', "\\n")
+        ));
+    } else {
+        doc.push_str(
+            "runcmd:
+  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
+",
+        );
+    }
+    doc
 }
 
 /// Delete the Nova key pair and the Secret.
@@ -228,5 +257,48 @@ pub(super) async fn delete_secret(scope: &Scope<'_>, name: &str) -> Result<()> {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(ae)) if ae.code == 404 => Ok(()),
         Err(e) => Err(Error::kube(format!("delete Secret {name}"), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bastion_user_data;
+
+    fn runcmd(doc: &str) -> Vec<String> {
+        let v: yaml_serde::Value = yaml_serde::from_str(doc).expect("user data is YAML");
+        v["runcmd"]
+            .as_sequence()
+            .expect("runcmd")
+            .iter()
+            .map(|c| c[2].as_str().expect("sh -c command").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn bastion_serves_time_to_the_cluster_network_only_when_asked() {
+        let plain = bastion_user_data("ssh-ed25519 AAAA k", &[]);
+        assert!(plain.starts_with("#cloud-config\n"));
+        assert!(!plain.contains("chrony"), "{plain}");
+        assert_eq!(runcmd(&plain).len(), 1);
+
+        let clients = ["10.4.0.0/24".to_owned(), "fd00:4::/64".to_owned()];
+        let ntp = bastion_user_data("ssh-ed25519 AAAA k", &clients);
+        let v: yaml_serde::Value = yaml_serde::from_str(&ntp).expect("YAML");
+        assert_eq!(v["packages"][0].as_str(), Some("chrony"));
+        assert_eq!(
+            v["ssh_authorized_keys"][0].as_str(),
+            Some("ssh-ed25519 AAAA k")
+        );
+        let cmds = runcmd(&ntp);
+        let chrony = &cmds[1];
+        // One `allow` line per network, appended once (the marker line guards a rerun).
+        assert!(
+            chrony.contains(
+                "printf '# capo ntp: serve the cluster network\nallow 10.4.0.0/24\nallow fd00:4::/64\n' >> $f"
+            ),
+            "{chrony}"
+        );
+        assert!(chrony.contains("/etc/chrony/chrony.conf /etc/chrony.conf"));
+        assert!(chrony.contains("systemctl restart chrony || systemctl restart chronyd"));
     }
 }

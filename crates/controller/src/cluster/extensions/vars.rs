@@ -3,8 +3,8 @@
 //! session's token already carries the project and the catalog.
 
 use capo_api::extensions::{
-    AddressStatus, CiliumStatus, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus, NetworkingStatus,
-    NtpStatus, OpenStackEndpoints, PlatformStatus, ServiceEndpoints, VipStatus,
+    AddressStatus, CiliumStatus, DEFAULT_NTP_SERVER, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus,
+    NetworkingStatus, NtpStatus, OpenStackEndpoints, PlatformStatus, ServiceEndpoints, VipStatus,
 };
 use capo_openstack::Session;
 
@@ -67,12 +67,13 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .bastion
         .as_ref()
         .and_then(|b| b.floating_ip.clone().or(b.ip.clone()));
+    // The bastion serves time to the cluster network (its user data, and a UDP 123 rule on its
+    // group, come with the extension when no server is named).
     let ntp = ext_spec
-        .platform
-        .as_ref()
-        .and_then(|p| p.ntp.as_ref())
-        .and_then(|n| n.server.clone())
-        .or(bastion_fixed);
+        .ntp_override()
+        .map(str::to_owned)
+        .or(bastion_fixed)
+        .unwrap_or_else(|| DEFAULT_NTP_SERVER.to_owned());
     let octavia_cp = (!scope.obj.spec.keepalived_control_plane())
         .then(|| st.api_server_load_balancer.clone())
         .flatten()
@@ -133,9 +134,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
     });
     ext.endpoints = Some(endpoints);
     ext.platform = Some(PlatformStatus {
-        ntp: ntp.map(|server| NtpStatus {
-            server: Some(server),
-        }),
+        ntp: Some(NtpStatus { server: Some(ntp) }),
         management: bastion_public.map(|vip| ManagementStatus { vip: Some(vip) }),
     });
     Ok(())
