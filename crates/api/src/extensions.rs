@@ -15,8 +15,7 @@ mod node_resources;
 pub use cluster::{
     ANSIBLE_CONTROL_PLANE_KIND, CiliumOptions, ClusterLoadBalancers, ClusterNetworkInterfaces,
     ClusterNetworking, ClusterOpenStackOptions, ControlPlaneLoadBalancer, DEFAULT_INGRESS_PORTS,
-    DEFAULT_NTP_SERVER,
-    IngressLoadBalancer, KUBE_NETWORK_PLUGINS, LOAD_BALANCER_MODE_KEEPALIVED,
+    DEFAULT_NTP_SERVER, IngressLoadBalancer, KUBE_NETWORK_PLUGINS, LOAD_BALANCER_MODE_KEEPALIVED,
     LOAD_BALANCER_MODE_OCTAVIA, LOAD_BALANCER_MODES, NtpOptions, OpenStackClusterExtensions,
     PlatformOptions, SshOptions,
 };
