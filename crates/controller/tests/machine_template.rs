@@ -487,3 +487,29 @@ async fn many_templates_sharing_a_flavor_cost_one_lookup_each() {
     assert!(reconciles >= 2 * N as u64, "{reconciles} reconciles");
     assert!(resync <= 2, "{resync} requests");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_cluster_gets_no_cloud_call_until_resumed() {
+    let h = Harness::new("osmt-pause").await;
+    let _run = start(&h, options(&h, false));
+    h.set_cluster_paused("c1", true).await;
+    let uid = h.uid("Cluster", "c1").await;
+    template(&h, "t", ("c1", &uid), &spec("m1.large", IMAGE, "")).await;
+    let paused = |t: &OpenStackMachineTemplate| {
+        t.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.r#type == "Paused" && c.status == "True")
+        })
+    };
+    let t = wait(&h, "t", 30, "Paused", paused).await;
+    assert!(capacity(&t).is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cloud = h.requests();
+    assert!(cloud.is_empty(), "requests while paused: {cloud:?}");
+    // Resuming the Cluster (its spec.paused flips) wakes the template.
+    h.set_cluster_paused("c1", false).await;
+    let large = [("cpu", "4"), ("memory", "8Gi"), ("storage", "80Gi")];
+    let t = wait_capacity(&h, "t", &cap(&large)).await;
+    assert!(!paused(&t));
+}
