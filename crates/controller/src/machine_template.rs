@@ -216,6 +216,8 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     scope.status.node_info = node_info;
     scope.set(READY, State::True);
     scope.flush().await?;
+    // Done waiting on anything: a later wait starts again at the pending pace.
+    scope.ctx.forget_converged(&scope.key());
     if let Some(note) = note {
         scope
             .event(

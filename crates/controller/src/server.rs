@@ -19,7 +19,8 @@
 //!   re-created.
 //! - A converged ACTIVE server costs one OpenStack request per reconcile (a GET of the server).
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for
-//!   [`LOOKUP_TTL`] across servers of the same cloud project.
+//!   [`crate::Options::lookup_ttl`] (default [`LOOKUP_TTL`]) across servers of the same cloud
+//!   project.
 //! - The user data is read from the Secret at create time only and never logged.
 //! - `spec.floatingIPPoolRef`: an IPAddressClaim `<server>-floating-ip-address` (owned, with
 //!   the claim finalizer) is made once the server is ACTIVE; the pool's floating IP is put on
@@ -58,7 +59,7 @@ use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watche
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
 
-/// How long resolved lookups are reused.
+/// How long resolved lookups are reused by default ([`crate::Options::lookup_ttl`]).
 pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
 
 /// Run the controller until `shutdown` resolves.
