@@ -8,6 +8,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use crate::capi::Cluster;
 use crate::context::Context;
 use crate::error::Error;
 
@@ -208,16 +209,15 @@ where
 pub fn cluster_pause_changes(
     ctx: &Context,
     wc: kube::runtime::watcher::Config,
-) -> impl futures::Stream<
-    Item = std::result::Result<crate::capi::Cluster, kube::runtime::watcher::Error>,
-> + Send
+) -> impl futures::Stream<Item = std::result::Result<Cluster, kube::runtime::watcher::Error>>
++ Send
 + 'static {
     use kube::runtime::WatchStreamExt;
-    kube::runtime::watcher(ctx.watched_api::<crate::capi::Cluster>(), wc)
+    kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
         .default_backoff()
         .applied_objects()
         .predicate_filter(
-            |c: &crate::capi::Cluster| Some(u64::from(c.is_paused())),
+            |c: &Cluster| Some(u64::from(c.is_paused())),
             Default::default(),
         )
 }
