@@ -49,6 +49,9 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Concurrent reconciles per controller.
     pub concurrency: u16,
+    /// How long cached flavor, image and network lookups are reused: a cloud change (a
+    /// flavor deleted and recreated under the same name) is seen at most this late.
+    pub lookup_ttl: Duration,
 }
 
 impl Default for Options {
@@ -66,6 +69,7 @@ impl Default for Options {
             watch_filter: None,
             namespace: None,
             concurrency: 10,
+            lookup_ttl: crate::server::LOOKUP_TTL,
         }
     }
 }
@@ -95,6 +99,9 @@ pub struct Context {
     /// Image, flavor, server group, network, subnet and security group lookups of the
     /// OpenStackServer controller, shared across servers of one cloud project.
     pub lookups: crate::server::LookupCache,
+    /// Flavors and images read by the OpenStackMachineTemplate controller, shared across
+    /// templates of one cloud project.
+    pub template_lookups: crate::machine_template::Lookups,
     /// Reconcile metrics.
     pub metrics: ReconcileMetrics,
     recorder: Recorder,
@@ -115,6 +122,7 @@ impl Context {
     /// A context for the controllers.
     pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
         let backoff = Backoff::new(options.backoff_min, options.backoff_max);
+        let ttl = options.lookup_ttl;
         Arc::new(Self {
             client: client.clone(),
             sessions,
@@ -128,7 +136,8 @@ impl Context {
                     instance: std::env::var("POD_NAME").ok(),
                 },
             ),
-            lookups: crate::server::LookupCache::new(crate::server::LOOKUP_TTL),
+            lookups: crate::server::LookupCache::new(ttl),
+            template_lookups: crate::machine_template::Lookups::new(ttl),
             converged: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             clusters: Mutex::new(HashMap::new()),

@@ -5,6 +5,8 @@
 //!   domains, bastion; and deletion of all of it.
 //! - [`machine`]: OpenStackMachine → its OpenStackServer, state copied back, API traffic.
 //! - [`server`]: OpenStackServer → ports, volumes, server (machines' servers and the bastion).
+//! - [`machine_template`]: OpenStackMachineTemplate → `status.capacity` and `status.nodeInfo`
+//!   from its flavor and image, for the cluster autoscaler (AutoScaleFromZero gate).
 //!
 //! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
 //! [`credentials`] (identityRef → session), [`conditions`], [`status`] (server-side apply of
@@ -35,6 +37,7 @@ pub mod error;
 pub mod fingerprint;
 pub mod lifecycle;
 pub mod machine;
+pub mod machine_template;
 pub mod metrics;
 pub mod runtime;
 pub mod server;

@@ -13,7 +13,8 @@
 //!    so the status written next keeps it.
 //! 3. **Finalizer.** No cloud call before the finalizer and the ownership-ID annotation are
 //!    persisted ([`runtime::ensure_finalizer`]); the reconcile stops after adding them and the
-//!    update event starts the next one. Deletion runs only through the finalizer, which is
+//!    update event starts the next one. Kinds that create nothing have none
+//!    ([`Reconciled::FINALIZER`] empty). Deletion runs only through the finalizer, which is
 //!    removed once `cleanup` reports everything gone; until then Ready says what is going
 //!    away and the object is requeued, backing off while the same wait lasts.
 //! 4. **Status.** Each step writes status when it changed ([`Scope::flush`], server-side apply);
@@ -67,7 +68,9 @@ pub trait Reconciled:
 {
     /// Controller name in metrics, logs and memo keys.
     const CONTROLLER: &'static str;
-    /// The finalizer guarding the kind's cloud resources (upstream's name).
+    /// The finalizer guarding the kind's cloud resources (upstream's name). Empty for a kind
+    /// that creates nothing in the cloud (a template only reads it): such objects get no
+    /// finalizer, and their deletion is left to Kubernetes.
     const FINALIZER: &'static str;
     /// Condition reason of a spec the cloud cannot realise (upstream's name for the kind).
     const INVALID_SPEC_REASON: &'static str;
@@ -181,7 +184,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     if let Some(action) = K::preconditions(&mut scope, &owners).await? {
         return Ok(action);
     }
-    if ensure_finalizer(&scope.api, &*obj, K::FINALIZER).await? {
+    if !K::FINALIZER.is_empty() && ensure_finalizer(&scope.api, &*obj, K::FINALIZER).await? {
         return Ok(Action::await_change());
     }
     match K::apply(&mut scope, owners).await {

@@ -265,7 +265,8 @@ async fn owner_machine(ctx: &Context, osm: &OpenStackMachine) -> Result<Option<M
     get_opt::<Machine>(ctx, &ns, &name).await
 }
 
-async fn get_opt<K>(ctx: &Context, ns: &str, name: &str) -> Result<Option<K>>
+/// Object `name` of kind `K` in `ns`, if it exists (`None` for an empty name).
+pub(crate) async fn get_opt<K>(ctx: &Context, ns: &str, name: &str) -> Result<Option<K>>
 where
     K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone

@@ -8,6 +8,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use crate::capi::Cluster;
 use crate::context::Context;
 use crate::error::Error;
 
@@ -199,4 +200,24 @@ where
         .applied_objects()
         .predicate_filter(pred, Default::default());
     (reader, stream)
+}
+
+/// Cluster API Clusters, passed on only when first seen and when `spec.paused` flips: a paused
+/// object waits for a change, and resuming its Cluster is that change (`clusterctl move`
+/// creates the objects in the target while the Cluster is paused, then resumes it). The
+/// Clusters' frequent status writes are filtered out.
+pub fn cluster_pause_changes(
+    ctx: &Context,
+    wc: kube::runtime::watcher::Config,
+) -> impl futures::Stream<Item = std::result::Result<Cluster, kube::runtime::watcher::Error>>
++ Send
++ 'static {
+    use kube::runtime::WatchStreamExt;
+    kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(
+            |c: &Cluster| Some(u64::from(c.is_paused())),
+            Default::default(),
+        )
 }

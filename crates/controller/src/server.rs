@@ -19,7 +19,8 @@
 //!   re-created.
 //! - A converged ACTIVE server costs one OpenStack request per reconcile (a GET of the server).
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for
-//!   [`LOOKUP_TTL`] across servers of the same cloud project.
+//!   [`crate::Options::lookup_ttl`] (default [`LOOKUP_TTL`]) across servers of the same cloud
+//!   project.
 //! - The user data is read from the Secret at create time only and never logged.
 //! - `spec.floatingIPPoolRef`: an IPAddressClaim `<server>-floating-ip-address` (owned, with
 //!   the claim finalizer) is made once the server is ACTIVE; the pool's floating IP is put on
@@ -46,18 +47,19 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::{Api, ResourceExt};
 
 pub use cache::LookupCache;
+pub(crate) use resolve::orc_image_id;
 
 use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, watcher_config};
+use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
 
-/// How long resolved lookups are reused.
+/// How long resolved lookups are reused by default ([`crate::Options::lookup_ttl`]).
 pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
 
 /// Run the controller until `shutdown` resolves.
@@ -69,7 +71,7 @@ pub async fn run(
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(servers, wc.clone());
     Controller::for_stream(trigger, store.clone())
-        .watches_stream(pause_changes(&ctx, wc), move |c: Cluster| {
+        .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
             servers_of_cluster(&store, &c)
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
@@ -77,26 +79,6 @@ pub async fn run(
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
-}
-
-/// Cluster API Clusters, passed on only when first seen and when `spec.paused` flips: a paused
-/// server waits for a change, and resuming its Cluster is that change (`clusterctl move`
-/// creates the servers in the target while the Cluster is paused, then resumes it). The
-/// Clusters' frequent status writes are filtered out.
-fn pause_changes(
-    ctx: &Context,
-    wc: kube::runtime::watcher::Config,
-) -> impl futures::Stream<Item = std::result::Result<Cluster, kube::runtime::watcher::Error>>
-+ Send
-+ 'static {
-    use kube::runtime::WatchStreamExt;
-    kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
-        .default_backoff()
-        .applied_objects()
-        .predicate_filter(
-            |c: &Cluster| Some(u64::from(c.is_paused())),
-            Default::default(),
-        )
 }
 
 /// The servers labelled with the Cluster's name in its namespace.

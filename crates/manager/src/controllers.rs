@@ -36,6 +36,9 @@ pub struct Concurrency {
     pub cluster: u16,
     /// OpenStackMachine and OpenStackServer reconciles.
     pub machine: u16,
+    /// OpenStackMachineTemplate reconciles (`--openstackmachinetemplate-concurrency`); `None`
+    /// when the AutoScaleFromZero gate is off, and the controller does not run.
+    pub machine_template: Option<u16>,
 }
 
 impl Shared {
@@ -70,7 +73,7 @@ pub fn spawn_all(
     stop: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     // Upstream's --openstackmachine-concurrency also applies to OpenStackServers.
-    vec![
+    let mut tasks = vec![
         tokio::spawn(capo_controller::cluster::run(
             shared.context(concurrency.cluster),
             until(stop.clone()),
@@ -83,5 +86,12 @@ pub fn spawn_all(
             shared.context(concurrency.machine),
             until(stop.clone()),
         )),
-    ]
+    ];
+    if let Some(n) = concurrency.machine_template {
+        tasks.push(tokio::spawn(capo_controller::machine_template::run(
+            shared.context(n),
+            until(stop.clone()),
+        )));
+    }
+    tasks
 }

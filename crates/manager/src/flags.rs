@@ -14,7 +14,11 @@ use crate::duration::parse_go_duration;
 use crate::error::{Error, Result};
 
 /// Feature gates upstream v0.14 defines; all default to false.
-pub const KNOWN_FEATURE_GATES: [&str; 2] = ["PriorityQueue", "AutoScaleFromZero"];
+pub const KNOWN_FEATURE_GATES: [&str; 2] = ["PriorityQueue", AUTO_SCALE_FROM_ZERO];
+
+/// The gate of the OpenStackMachineTemplate controller (status.capacity for autoscaling from
+/// zero).
+pub const AUTO_SCALE_FROM_ZERO: &str = "AutoScaleFromZero";
 
 /// Log output format (`--log-format`, also spelled `--logging-format` as component-base does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +72,7 @@ pub struct Flags {
     /// Concurrent OpenStackMachine (and OpenStackServer) reconciles.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
     pub openstackmachine_concurrency: u16,
-    /// Concurrent OpenStackMachineTemplate reconciles (accepted; see docs/manager.md).
+    /// Concurrent OpenStackMachineTemplate reconciles (with the AutoScaleFromZero gate).
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
     pub openstackmachinetemplate_concurrency: u16,
     /// Requeue period of converged objects.

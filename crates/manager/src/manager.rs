@@ -1,6 +1,7 @@
 //! The manager's life: connect, serve probes/metrics/webhooks, win the leader election, run
 //! the controllers, and on shutdown stop them, then release the Lease.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use tokio::task::JoinHandle;
 use crate::controllers::{self, Concurrency, Shared};
 use crate::diagnostics::{self, Readiness};
 use crate::error::{Error, Result};
-use crate::flags::Flags;
+use crate::flags::{AUTO_SCALE_FROM_ZERO, Flags};
 use crate::kube_rate::{ClientMetrics, RateLimitLayer};
 use crate::leader::{self, Elector, LeaderConfig, LeaderState};
 
@@ -96,10 +97,7 @@ pub async fn run_with(
         state_tx.send_replace(LeaderState::Leader);
         None
     };
-    let concurrency = Concurrency {
-        cluster: flags.openstackcluster_concurrency,
-        machine: flags.openstackmachine_concurrency,
-    };
+    let concurrency = concurrency(&flags, &gates);
     let tasks = lead(&shared, concurrency, &ready, state_rx, &stop_rx).await;
 
     let _ = stop_tx.send(true);
@@ -155,7 +153,7 @@ async fn lead(
             if leading != LeaderState::Leader {
                 return Vec::new();
             }
-            tracing::info!(controllers = ?controllers::CONTROLLERS, "starting controllers");
+            tracing::info!(controllers = ?controllers::CONTROLLERS, openstackmachinetemplate = concurrency.machine_template.is_some(), "starting controllers");
             controllers::spawn_all(shared, concurrency, stop_rx)
         }
         () = wait_stop(stop_rx.clone()) => return Vec::new(),
@@ -302,6 +300,17 @@ fn client_config(flags: &Flags) -> Result<ClientConfig> {
     })
 }
 
+/// Per-controller concurrency from the flags; the template controller runs only with the
+/// AutoScaleFromZero gate (off by default, as upstream).
+pub fn concurrency(flags: &Flags, gates: &BTreeMap<String, bool>) -> Concurrency {
+    let autoscale_from_zero = gates.get(AUTO_SCALE_FROM_ZERO).copied().unwrap_or(false);
+    Concurrency {
+        cluster: flags.openstackcluster_concurrency,
+        machine: flags.openstackmachine_concurrency,
+        machine_template: autoscale_from_zero.then_some(flags.openstackmachinetemplate_concurrency),
+    }
+}
+
 /// Controller options from the flags (production timings otherwise).
 pub fn controller_options(flags: &Flags) -> Options {
     Options {
@@ -338,4 +347,35 @@ fn pod_namespace() -> Option<String> {
         })
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_controller_runs_only_with_its_gate_and_flag() {
+        let flags = |args: &[&str]| {
+            let mut all = vec!["capo-controller-manager"];
+            all.extend_from_slice(args);
+            let f = Flags::parse_go_style(all).unwrap();
+            let gates = f.feature_gates().unwrap();
+            concurrency(&f, &gates)
+        };
+        assert_eq!(flags(&[]).machine_template, None, "gate off by default");
+        assert_eq!(
+            flags(&["--feature-gates=AutoScaleFromZero=true"]).machine_template,
+            Some(10)
+        );
+        let c = flags(&[
+            "--feature-gates=AutoScaleFromZero=true",
+            "--openstackmachinetemplate-concurrency=3",
+        ]);
+        assert_eq!(c.machine_template, Some(3));
+        let off = flags(&[
+            "--feature-gates=AutoScaleFromZero=false",
+            "--openstackmachinetemplate-concurrency=3",
+        ]);
+        assert_eq!(off.machine_template, None);
+    }
 }

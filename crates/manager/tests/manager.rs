@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_capo-controller-manager");
@@ -352,4 +353,91 @@ async fn leader_that_loses_its_lease_stops_with_an_error() {
     assert_eq!(status.code(), Some(1), "a lost lease is an error exit");
     // It did not release a lease it no longer holds.
     assert_eq!(holder(&leases).await.as_deref(), Some("intruder"));
+}
+
+/// The capacity of OpenStackMachineTemplate `name`, if written.
+async fn template_capacity(client: &kube::Client, ns: &str, name: &str) -> Option<Value> {
+    let gvk = kube::api::GroupVersionKind::gvk(
+        "infrastructure.cluster.x-k8s.io",
+        "v1beta1",
+        "OpenStackMachineTemplate",
+    );
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &kube::api::ApiResource::from_gvk(&gvk));
+    let t = api.get(name).await.unwrap();
+    t.data["status"].get("capacity").cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn autoscale_from_zero_gate_starts_the_template_controller() {
+    let env = capo_testkit::shared_env().await.expect("test environment");
+    let ns = env.new_namespace("osmt").await.unwrap();
+    let client = env.client();
+    let sim = capo_sim::Sim::start(capo_sim::SimConfig::default())
+        .await
+        .unwrap();
+    create_cluster(&client, &ns, "c1", &sim.clouds_yaml()).await;
+    let clusters: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns,
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "cluster.x-k8s.io",
+            "v1beta2",
+            "Cluster",
+        )),
+    );
+    let uid = clusters.get("c1").await.unwrap().metadata.uid.unwrap();
+    // No identityRef: the template uses its cluster's.
+    let template = format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachineTemplate
+metadata:
+  name: md-0
+  ownerReferences:
+  - {{apiVersion: cluster.x-k8s.io/v1beta2, kind: Cluster, name: c1, uid: {uid}}}
+spec:
+  template:
+    spec:
+      flavor: m1.medium
+      image: {{filter: {{name: ubuntu-2404-kube-v1.34}}}}
+"
+    );
+    capo_testkit::apply_yaml(&client, &ns, &template, false)
+        .await
+        .unwrap()
+        .unwrap();
+
+    // Gate off (the default): the template is never reconciled.
+    let namespace = format!("--namespace={ns}");
+    let mut m = Manager::start(env.kubeconfig_path(), &[&namespace]);
+    m.wait_ok("/readyz", 60).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(template_capacity(&client, &ns, "md-0").await, None);
+    let (_, body) = get(m.metrics, "/metrics").await.unwrap();
+    assert!(!body.contains("controller=\"openstackmachinetemplate\""));
+    assert_eq!(m.terminate().await.code(), Some(0));
+
+    // Gate on, with its concurrency flag: capacity from the flavor.
+    let mut m = Manager::start(
+        env.kubeconfig_path(),
+        &[
+            &namespace,
+            "--feature-gates=AutoScaleFromZero=true",
+            "--openstackmachinetemplate-concurrency=2",
+        ],
+    );
+    m.wait_ok("/readyz", 60).await;
+    let want = serde_json::json!({"cpu": "2", "memory": "4Gi", "storage": "40Gi"});
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while template_capacity(&client, &ns, "md-0").await.as_ref() != Some(&want) {
+        let got = template_capacity(&client, &ns, "md-0").await;
+        assert!(Instant::now() < deadline, "capacity {got:?}, want {want}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, body) = get(m.metrics, "/metrics").await.unwrap();
+    assert!(
+        body.contains("capo_controller_reconciles_total{controller=\"openstackmachinetemplate\"}"),
+        "no template reconcile metrics"
+    );
+    assert_eq!(m.terminate().await.code(), Some(0));
 }

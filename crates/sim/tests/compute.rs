@@ -44,6 +44,40 @@ async fn microversion_negotiation() {
 }
 
 #[tokio::test]
+async fn admins_create_and_delete_flavors() {
+    let sim = common::sim().await;
+    let member = common::capo(&sim).await;
+    let admin = common::login(&sim, "admin", "admin-password", "admin").await;
+    let body = json!({"flavor": {"name": "m1.eph", "vcpus": 2, "ram": 3072, "disk": 0,
+                                 "OS-FLV-EXT-DATA:ephemeral": 15}});
+    let (st, v) = member.post("/compute/v2.1/flavors", body.clone()).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{v}");
+    let (st, v) = admin.post("/compute/v2.1/flavors", body.clone()).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let id = v["flavor"]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["flavor"]["OS-FLV-EXT-DATA:ephemeral"], 15);
+    let (st, _) = admin.post("/compute/v2.1/flavors", body).await;
+    assert_eq!(st, StatusCode::CONFLICT, "names are unique");
+    let bad = json!({"flavor": {"name": "m1.bad", "vcpus": 0, "ram": 512}});
+    assert_eq!(
+        admin.post("/compute/v2.1/flavors", bad).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let (_, v) = member.get("/compute/v2.1/flavors/detail").await;
+    let listed = v["flavors"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|f| f["id"] == json!(id) && f["ram"] == 3072)
+    );
+    let path = format!("/compute/v2.1/flavors/{id}");
+    assert_eq!(member.delete(&path).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(admin.delete(&path).await.0, StatusCode::ACCEPTED);
+    assert_eq!(member.get(&path).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(admin.delete(&path).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
 async fn server_builds_to_active_with_addresses_and_cleans_up() {
     let sim = common::start(SimConfig {
         delays: Delays {

@@ -1,6 +1,6 @@
 //! OpenStackMachineTemplate.
 
-use crate::v1beta1::OpenStackMachineSpec;
+use crate::v1beta1::{Condition, OpenStackMachineSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -50,6 +50,11 @@ pub struct OpenStackMachineTemplateStatus {
     /// Information about the nodes built from this template.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_info: Option<NodeInfo>,
+    /// Cluster API v1beta1 conditions: Ready says whether capacity and nodeInfo reflect the
+    /// template's flavor and image, or why they could not be read (upstream adds this field
+    /// after v0.14; v0.14 reports nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 /// Facts about the nodes a machine template produces.

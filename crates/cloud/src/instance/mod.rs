@@ -24,8 +24,8 @@ pub use delete::{Recorded, delete_server_resources};
 pub use owner::ServerOwner;
 pub use ports::{EnsuredPort, ensure_port, ensure_ports, port_name};
 pub use resolve::{
-    resolve_flavor, resolve_image, resolve_network, resolve_security_group, resolve_server_group,
-    resolve_subnet,
+    find_image, resolve_flavor, resolve_image, resolve_network, resolve_security_group,
+    resolve_server_group, resolve_subnet,
 };
 pub use server::{ServerRequest, delete_server, ensure_server, get_server};
 pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};

@@ -4,7 +4,7 @@
 use capo_api::v1beta1::{ImageParam, NetworkParam, ServerGroupParam, SubnetParam};
 use capo_openstack::Session;
 use capo_openstack::compute::{self, Flavor};
-use capo_openstack::image::{self, ImageFilter};
+use capo_openstack::image::{self, Image, ImageFilter};
 use capo_openstack::network::{
     ListFilter, NETWORK, Network, Resource, SECURITY_GROUP, SUBNET, SecurityGroup, Subnet,
 };
@@ -16,9 +16,15 @@ use crate::networking::lookup::{Tagged, neutron_filter, resolve_one, subnet_filt
 /// Image ID: `id` is checked with one GET; a filter (name and/or tags) must match exactly one
 /// image. An ORC `imageRef` is resolved by the controller (it reads a Kubernetes object).
 pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
+    Ok(find_image(s, p).await?.id)
+}
+
+/// The image `p` selects, with its properties (such as `os_type`), in one request: a GET by
+/// `id`, else a list by the filter, which must match exactly one image (Glance lists whole
+/// images, properties included).
+pub async fn find_image(s: &Session, p: &ImageParam) -> Result<Image> {
     if let Some(id) = p.id.as_deref().filter(|i| !i.is_empty()) {
-        let img = image::get_image(s, id).await.ctx_selected("image", id)?;
-        return Ok(img.id);
+        return image::get_image(s, id).await.ctx_selected("image", id);
     }
     let Some(f) = &p.filter else {
         return Err(Error::InvalidSpec(
@@ -47,7 +53,7 @@ pub async fn resolve_image(s: &Session, p: &ImageParam) -> Result<String> {
             kind: "image",
             selector,
         }),
-        1 => Ok(found.remove(0).id),
+        1 => Ok(found.remove(0)),
         count => Err(Error::Ambiguous {
             kind: "image",
             selector,

@@ -176,7 +176,11 @@ fn json_key(v: &impl serde::Serialize) -> Result<String> {
 
 /// `status.id` of the ORC `Image` `name` (openstack.k-orc.cloud/v1alpha1); Err(why) while
 /// the Image does not exist or has no ID yet.
-async fn orc_image_id(client: &kube::Client, ns: &str, name: &str) -> Result<Progress<String>> {
+pub(crate) async fn orc_image_id(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<Progress<String>> {
     let gvk = GroupVersionKind::gvk("openstack.k-orc.cloud", "v1alpha1", "Image");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "images");
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);

@@ -1,14 +1,18 @@
-//! Nova flavors, availability zones, limits and quota sets.
+//! Nova flavors (list, show, and the admin's create and delete), availability zones, limits
+//! and quota sets.
 
 use axum::Extension;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use crate::compute::{P, links, nf};
-use crate::error::ApiResult;
-use crate::http::{AppState, Ctx, Query, ok};
+use crate::compute::{P, SVC, bad, conflict, links, nf};
+use crate::error::{ApiError, ApiResult};
+use crate::http::{AppState, Ctx, Query, body, ok};
 use crate::microversion::Mv;
 use crate::seed::SeedFlavor;
 
@@ -94,6 +98,92 @@ async fn show(
         .map(|r| r.body.clone())
         .ok_or_else(|| nf(format!("Flavor {id} could not be found.")))?;
     ok(json!({"flavor": render(&st.base_url, &b, mv)}))
+}
+
+/// Nova's answer to a member calling an admin-only flavor API.
+fn forbidden(action: &str) -> ApiError {
+    ApiError::new(
+        SVC,
+        StatusCode::FORBIDDEN,
+        "",
+        format!("Policy doesn't allow os_compute_api:os-flavor-manage:{action} to be performed."),
+    )
+}
+
+/// A non-negative integer field of a flavor create (`min` and up), or its default.
+fn size(f: &Value, key: &str, min: i64, default: Option<i64>) -> ApiResult<i64> {
+    match (&f[key], default) {
+        (Value::Null, Some(d)) => Ok(d),
+        (v, _) => v
+            .as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            .filter(|n| *n >= min)
+            .ok_or_else(|| {
+                bad(format!(
+                    "Invalid input for field/attribute {key}. Value: {v}. {key} must be an integer >= {min}"
+                ))
+            }),
+    }
+}
+
+/// POST /flavors (admin): a flavor with the given sizes; names and IDs are unique.
+async fn create(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Extension(mv): Extension<Mv>,
+    b: Bytes,
+) -> ApiResult {
+    if !ctx.admin {
+        return Err(forbidden("create"));
+    }
+    let req = body(SVC, &b)?;
+    let f = &req["flavor"];
+    let name = f["name"]
+        .as_str()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| bad("Invalid input for field/attribute name."))?;
+    let flavor = SeedFlavor {
+        id: f["id"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(crate::world::new_id),
+        name: name.to_string(),
+        vcpus: size(f, "vcpus", 1, None)?,
+        ram: size(f, "ram", 1, None)?,
+        disk: size(f, "disk", 0, Some(0))?,
+        ephemeral: size(f, "OS-FLV-EXT-DATA:ephemeral", 0, Some(0))?,
+        extra_specs: Default::default(),
+    };
+    let mut w = st.world();
+    if w.get("flavors", &flavor.id).is_some() {
+        return Err(conflict(format!(
+            "Flavor with ID {} already exists.",
+            flavor.id
+        )));
+    }
+    if w.iter("flavors")
+        .any(|(_, r)| r.body["name"] == json!(flavor.name))
+    {
+        return Err(conflict(format!(
+            "Flavor with name {} already exists.",
+            flavor.name
+        )));
+    }
+    let stored = flavor_body(&flavor);
+    w.insert("flavors", &flavor.id, "", stored.clone());
+    ok(json!({"flavor": render(&st.base_url, &stored, mv)}))
+}
+
+/// DELETE /flavors/{id} (admin). Servers keep their embedded copy, as in Nova.
+async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
+    if !ctx.admin {
+        return Err(forbidden("delete"));
+    }
+    st.world()
+        .remove("flavors", &id)
+        .ok_or_else(|| nf(format!("Flavor {id} could not be found.")))?;
+    Ok(StatusCode::ACCEPTED.into_response())
 }
 
 async fn extra_specs(State(st): State<AppState>, _ctx: Ctx, Path(id): Path<String>) -> ApiResult {
@@ -208,9 +298,9 @@ async fn quota_detail(State(st): State<AppState>, ctx: Ctx, Path(p): Path<String
 /// Routes.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route(&format!("{P}/flavors"), get(|State(st): State<AppState>, _c: Ctx, Extension(mv): Extension<Mv>, q: Query| async move { list(&st, &q, mv, false) }))
+        .route(&format!("{P}/flavors"), get(|State(st): State<AppState>, _c: Ctx, Extension(mv): Extension<Mv>, q: Query| async move { list(&st, &q, mv, false) }).post(create))
         .route(&format!("{P}/flavors/detail"), get(|State(st): State<AppState>, _c: Ctx, Extension(mv): Extension<Mv>, q: Query| async move { list(&st, &q, mv, true) }))
-        .route(&format!("{P}/flavors/{{id}}"), get(show))
+        .route(&format!("{P}/flavors/{{id}}"), get(show).delete(delete))
         .route(&format!("{P}/flavors/{{id}}/os-extra_specs"), get(extra_specs))
         .route(&format!("{P}/os-availability-zone"), get(azs))
         .route(&format!("{P}/os-availability-zone/detail"), get(azs))
