@@ -26,9 +26,14 @@
 //!   never released); with `Retain` it becomes available again.
 //! - The pool is deleted only when no IPAddress of it remains; the floating IPs it allocated
 //!   are then released (pre-allocated ones are the user's and stay).
+//! - An IPAddress whose claim is gone is deleted by the pool too (not only by Kubernetes'
+//!   garbage collector); a claim whose IPAddress was deleted under it is served again.
+//! - Claims and addresses of a paused Cluster (or carrying the paused annotation) are left
+//!   alone until it resumes ([`paused`]).
 
 mod cleanup;
 mod ledger;
+mod paused;
 mod serve;
 
 use std::sync::Arc;
@@ -52,6 +57,7 @@ use crate::ipam;
 use crate::lifecycle::{self, Owners, Reconciled};
 use crate::runtime::{error_policy, primary_stream, watcher_config};
 use ledger::Address;
+use paused::Paused;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackfloatingippool";
@@ -198,9 +204,13 @@ async fn delete_orphans(
     scope: &Scope<'_>,
     addresses: &[Address],
     claims: &[DynamicObject],
+    paused: &Paused,
 ) -> Result<()> {
     let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
-    for a in addresses.iter().filter(|a| !a.deleting) {
+    for a in addresses
+        .iter()
+        .filter(|a| !a.deleting && !paused.holds(&a.obj))
+    {
         let claim = a.obj.data["spec"]["claimRef"]["name"]
             .as_str()
             .unwrap_or(&a.name);
@@ -233,12 +243,13 @@ async fn delete_orphans(
 
 /// Let go of the addresses being deleted: with `reclaimPolicy: Delete` the floating IP the
 /// pool allocated is released first (so a crash never forgets it), then the finalizer goes.
-/// Returns the addresses still standing.
+/// Returns the addresses still standing (those of a paused Cluster wait).
 async fn release_deleted(
     scope: &Scope<'_>,
     s: &capo_openstack::Session,
     inventory: &mut capo_cloud::networking::floating_ip_pool::Inventory,
     addresses: Vec<Address>,
+    paused: &Paused,
 ) -> Result<Vec<Address>> {
     use capo_api::v1alpha1::ReclaimPolicy;
     use capo_cloud::networking::floating_ip_pool as fips;
@@ -251,7 +262,7 @@ async fn release_deleted(
             .finalizers()
             .iter()
             .any(|f| f == DELETE_FLOATING_IP_FINALIZER);
-        if !a.deleting || !ours {
+        if !a.deleting || !ours || paused.holds(&a.obj) {
             standing.push(a);
             continue;
         }

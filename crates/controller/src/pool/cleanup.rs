@@ -4,15 +4,18 @@
 use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip_pool as fips;
 
-use super::{Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
+use super::{Paused, Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
 use crate::error::Result;
 
 pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
     let s = scope.session().await?;
     let mut inventory = fips::inventory(&s).await?;
     let (addresses, _) = pool_addresses(scope).await?;
-    let standing = release_deleted(scope, &s, &mut inventory, addresses).await?;
-    delete_orphans(scope, &standing, &pool_claims(scope).await?).await?;
+    let claims = pool_claims(scope).await?;
+    let objects = claims.iter().chain(addresses.iter().map(|a| &a.obj));
+    let paused = Paused::read(scope, objects).await?;
+    let standing = release_deleted(scope, &s, &mut inventory, addresses, &paused).await?;
+    delete_orphans(scope, &standing, &claims, &paused).await?;
     if !standing.is_empty() {
         let names: Vec<&str> = standing.iter().map(|a| a.name.as_str()).collect();
         return Ok(Progress::Waiting(format!(

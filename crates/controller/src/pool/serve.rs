@@ -18,7 +18,7 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::ledger::{Address, Ledger};
-use super::{Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
+use super::{Paused, Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 use crate::ipam;
@@ -29,14 +29,19 @@ pub(super) async fn serve(scope: &mut Scope<'_>) -> Result<Action> {
     let s = scope.session().await?;
     let mut inventory = fips::inventory(&s).await?;
     let (addresses, elsewhere) = pool_addresses(scope).await?;
-    let mut addresses = release_deleted(scope, &s, &mut inventory, addresses).await?;
     let claims = pool_claims(scope).await?;
-    delete_orphans(scope, &addresses, &claims).await?;
+    let objects = claims.iter().chain(addresses.iter().map(|a| &a.obj));
+    let paused = Paused::read(scope, objects).await?;
+    let mut addresses = release_deleted(scope, &s, &mut inventory, addresses, &paused).await?;
+    delete_orphans(scope, &addresses, &claims, &paused).await?;
     let network = network(scope, &s).await?;
     let mut ledger = Ledger::new(&scope.obj.spec, &scope.owner, &inventory, &addresses);
     ledger.exclude(&elsewhere);
     let mut max_reached = false;
-    for claim in pending(&claims, &addresses) {
+    let (waiting, pending): (Vec<_>, Vec<_>) = pending(&claims, &addresses)
+        .into_iter()
+        .partition(|c| paused.holds(c));
+    for claim in pending {
         let name = claim.name_any();
         if let Some(a) = addresses.iter().find(|a| a.name == name) {
             // Created before a crash that skipped the claim's status, or going away (wait).
@@ -75,6 +80,12 @@ pub(super) async fn serve(scope: &mut Scope<'_>) -> Result<Action> {
     scope.set(FLOATING_IP_POOL_READY, state.clone());
     scope.set(READY, state);
     scope.flush().await?;
+    if !waiting.is_empty() {
+        // Resuming a Cluster changes no claim: look again, backing off while it lasts.
+        return Ok(Action::requeue(
+            scope.ctx.pending_delay(&scope.key(), "ClaimsPaused"),
+        ));
+    }
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }
 
