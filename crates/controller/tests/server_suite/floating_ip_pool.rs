@@ -406,7 +406,7 @@ async fn missing_network_is_reported_and_converges_once_it_exists() {
     println!("missing network: {:?}", p.status.unwrap().conditions);
     assert!(floating_ips(&h).await.is_empty(), "nothing allocated");
     // The cloud's admin adds the network; the pool finds it on its next (slow) retry.
-    let admin = admin_session(&h);
+    let admin = h.admin_session();
     let network = create_external_network(&admin, &name, "172.30.4.0/24").await;
     let a = address_of(&h, "c1").await;
     assert!(a.starts_with("172.30.4."), "{a}");
@@ -421,13 +421,6 @@ async fn missing_network_is_reported_and_converges_once_it_exists() {
     net::delete(&admin, capo_openstack::network::NETWORK, &network)
         .await
         .unwrap();
-}
-
-fn admin_session(h: &Harness) -> capo_openstack::Session {
-    use crate::common::cloud::ADMIN;
-    let yaml = h.cloud.admin_clouds_yaml();
-    let creds = capo_openstack::Credentials::from_clouds_yaml(&yaml, ADMIN, None, None).unwrap();
-    h.sessions.session(&creds).unwrap()
 }
 
 /// An external network with a subnet, made by the cloud's admin; its ID.
@@ -595,4 +588,111 @@ async fn killed_after_every_write_nothing_leaks_or_is_handed_out_twice() {
     assert_eq!(address_of(&h, "c4").await, before);
     assert_eq!(allocated_by(&h, "p").await.len(), 4);
     assert_books_balance(&h, "p").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exhausted_quota_is_reported_then_served_when_raised() {
+    let h = Harness::new("pool-quota").await;
+    h.set_neutron_quota("floatingip", 0).await;
+    let _c = start_pool(&h);
+    apply_pool(&h, "p", "reclaimPolicy: Delete\n").await;
+    claim(&h, "c1", "p").await;
+    let p = wait_pool(&h, "p", "the cloud's refusal", |p| {
+        let conds = p
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default();
+        conditions::get(&conds, "OpenstackFloatingIPPoolReadyCondition").is_some_and(|c| {
+            c.reason.as_deref() == Some("OpenStackError")
+                && c.message.as_deref().unwrap_or_default().contains("uota")
+        })
+    })
+    .await;
+    println!("quota: {:?}", p.status.unwrap().conditions);
+    assert!(floating_ips(&h).await.is_empty());
+    h.set_neutron_quota("floatingip", 10).await;
+    address_of(&h, "c1").await;
+    assert_books_balance(&h, "p").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_of_a_paused_cluster_wait_for_it() {
+    let h = Harness::new("pool-pause").await;
+    h.set_cluster_paused("c1", true).await;
+    let _c = start_pool(&h);
+    apply_pool(&h, "p", "reclaimPolicy: Delete\n").await;
+    h.apply(
+        "apiVersion: ipam.cluster.x-k8s.io/v1beta2
+kind: IPAddressClaim
+metadata:
+  name: paused-claim
+spec:
+  clusterName: c1
+  poolRef:
+    apiGroup: infrastructure.cluster.x-k8s.io
+    kind: OpenStackFloatingIPPool
+    name: p
+",
+    )
+    .await;
+    claim(&h, "free", "p").await;
+    address_of(&h, "free").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let c = ipam::claims(&h.client, &h.ns)
+        .get("paused-claim")
+        .await
+        .unwrap();
+    assert!(
+        c.data["status"]["addressRef"].is_null(),
+        "served while paused"
+    );
+    assert_eq!(allocated_by(&h, "p").await.len(), 1);
+    h.set_cluster_paused("c1", false).await;
+    address_of(&h, "paused-claim").await;
+    assert_books_balance(&h, "p").await;
+}
+
+/// The pool's requests: one list of the project's floating IPs per reconcile, one allocation
+/// and one tag write per new address, one delete per released address (sim only: reads the
+/// simulator's request log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn economy_of_a_pool() {
+    let h = Harness::new("pool-economy").await;
+    let _c = start_pool(&h);
+    apply_pool(&h, "p", "reclaimPolicy: Delete\n").await;
+    wait_pool(&h, "p", "network resolved", |p| {
+        p.status
+            .as_ref()
+            .is_some_and(|s| s.floating_ip_network.is_some())
+    })
+    .await;
+    h.sim().control().clear_requests();
+    for c in ["c1", "c2", "c3"] {
+        claim(&h, c, "p").await;
+    }
+    for c in ["c1", "c2", "c3"] {
+        address_of(&h, c).await;
+    }
+    let writes = h.writes();
+    println!(
+        "3 claims: {} requests, writes {writes:?}",
+        h.requests().len()
+    );
+    let count = |w: &str| writes.iter().filter(|r| r.as_str() == w).count();
+    assert_eq!(count("POST /network/v2.0/floatingips"), 3, "{writes:?}");
+    assert_eq!(
+        writes.len(),
+        6,
+        "one allocation and one tag write each: {writes:?}"
+    );
+    h.sim().control().clear_requests();
+    delete_claim(&h, "c2").await;
+    let writes = h.writes();
+    println!(
+        "1 release: {} requests, writes {writes:?}",
+        h.requests().len()
+    );
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].starts_with("DELETE "), "{writes:?}");
 }

@@ -97,3 +97,67 @@ async fn floating_ip_from_a_pool_claim() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The address a machine got from a pool: its IPAddress's.
+async fn pool_address(h: &Harness, machine: &str) -> String {
+    let name = format!("{machine}-floating-ip-address");
+    let ip = ipam::addresses(&h.client, &h.ns).get(&name).await.unwrap();
+    ip.data["spec"]["address"].as_str().unwrap().to_owned()
+}
+
+fn external_ip(m: &capo_api::v1beta1::OpenStackMachine) -> Option<String> {
+    let st = m.status.as_ref()?;
+    st.addresses
+        .iter()
+        .find(|a| a.r#type == "ExternalIP")
+        .map(|a| a.address.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retained_pool_address_goes_to_the_next_machine() {
+    let h = Harness::new("pool-retain-m").await;
+    let _c = start(&h);
+    let _pool = start_pool(&h);
+    apply_pool(&h, "pool-a", "reclaimPolicy: Retain\n").await;
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-1", false, WITH_POOL).await;
+    let m = wait_machine_ready(&h, "w-1").await;
+    let first = pool_address(&h, "w-1").await;
+    assert_eq!(external_ip(&m).as_deref(), Some(first.as_str()));
+
+    delete_machine(&h, "w-1").await;
+    wait_machine_gone(&h, "w-1", 60).await;
+    let addresses = ipam::addresses(&h.client, &h.ns);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while addresses
+        .get_opt("w-1-floating-ip-address")
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "IPAddress not released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s = session(&h).await;
+    let f = net::ListFilter::default().with("floating_ip_address", first.as_str());
+    let kept: Vec<FloatingIp> = net::list(&s, FLOATING_IP, &f).await.unwrap();
+    assert_eq!(kept.len(), 1, "Retain keeps the floating IP");
+    assert_eq!(kept[0].port_id, None, "free once its server is gone");
+
+    create_machine(&h, "c1", "w-2", false, WITH_POOL).await;
+    let m = wait_machine_ready(&h, "w-2").await;
+    assert_eq!(
+        external_ip(&m).as_deref(),
+        Some(first.as_str()),
+        "reused, not allocated"
+    );
+    let fips = h
+        .items()
+        .await
+        .get("floatingips")
+        .cloned()
+        .unwrap_or_default();
+    // The cluster's API floating IP and the pool's one.
+    assert_eq!(fips.len(), 2, "{fips:?}");
+}
