@@ -199,16 +199,17 @@ async fn pool_claims(scope: &Scope<'_>) -> Result<Vec<DynamicObject>> {
 
 /// Delete the addresses whose claim is gone (what Kubernetes' garbage collector does through
 /// the owner reference, done here too so that a released claim frees its address without
-/// waiting for it); their release follows on the deletion event.
+/// waiting for it); their release follows on the deletion event. They are marked as going
+/// away (their addresses stay claimed until they are gone).
 async fn delete_orphans(
     scope: &Scope<'_>,
-    addresses: &[Address],
+    addresses: &mut [Address],
     claims: &[DynamicObject],
     paused: &Paused,
 ) -> Result<()> {
     let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
     for a in addresses
-        .iter()
+        .iter_mut()
         .filter(|a| !a.deleting && !paused.holds(&a.obj))
     {
         let claim = a.obj.data["spec"]["claimRef"]["name"]
@@ -237,6 +238,7 @@ async fn delete_orphans(
                 ));
             }
         }
+        a.deleting = true;
     }
     Ok(())
 }

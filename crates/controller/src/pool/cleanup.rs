@@ -14,8 +14,8 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
     let claims = pool_claims(scope).await?;
     let objects = claims.iter().chain(addresses.iter().map(|a| &a.obj));
     let paused = Paused::read(scope, objects).await?;
-    let standing = release_deleted(scope, &s, &mut inventory, addresses, &paused).await?;
-    delete_orphans(scope, &standing, &claims, &paused).await?;
+    let mut standing = release_deleted(scope, &s, &mut inventory, addresses, &paused).await?;
+    delete_orphans(scope, &mut standing, &claims, &paused).await?;
     if !standing.is_empty() {
         let names: Vec<&str> = standing.iter().map(|a| a.name.as_str()).collect();
         return Ok(Progress::Waiting(format!(

@@ -43,7 +43,8 @@ impl Address {
 /// The pool's addresses by state.
 #[derive(Debug, Default)]
 pub(super) struct Ledger {
-    /// Addresses held by IPAddresses that are not going away.
+    /// Addresses held by an IPAddress, including one going away: its address is not handed
+    /// out before the IPAddress is gone (its release may still delete the floating IP).
     pub claimed: Vec<String>,
     /// Unclaimed floating IPs of the pool, in hand-out order: pre-allocated ones first (in
     /// spec order), then those the pool allocated.
@@ -53,7 +54,8 @@ pub(super) struct Ledger {
 }
 
 impl Ledger {
-    /// The ledger of `spec`'s pool given its live `addresses` and the project's floating IPs.
+    /// The ledger of `spec`'s pool given its standing `addresses` (those already released are
+    /// left out by the caller) and the project's floating IPs.
     pub fn new(
         spec: &OpenStackFloatingIPPoolSpec,
         owner: &PoolOwner,
@@ -62,7 +64,7 @@ impl Ledger {
     ) -> Self {
         let claimed: Vec<String> = addresses
             .iter()
-            .filter(|a| !a.deleting && !a.address.is_empty())
+            .filter(|a| !a.address.is_empty())
             .map(|a| a.address.clone())
             .collect();
         let mut ledger = Ledger {
@@ -183,14 +185,15 @@ mod tests {
             address("b", "203.0.113.1", true),
         ];
         let l = Ledger::new(&spec(&["203.0.113.4", "198.51.100.9"]), &o, &inv, &addrs);
-        assert_eq!(l.claimed, vec!["203.0.113.3"]);
-        assert_eq!(l.available_addresses(), vec!["203.0.113.4", "203.0.113.1"]);
+        // b is going away but still holds .1: not available until it is gone.
+        assert_eq!(l.claimed, vec!["203.0.113.3", "203.0.113.1"]);
+        assert_eq!(l.available_addresses(), vec!["203.0.113.4"]);
         assert_eq!(l.failed, vec!["198.51.100.9"]);
         assert!(!l.at_max(None));
-        assert!(l.at_max(Some(1)));
-        assert!(!l.at_max(Some(2)));
+        assert!(l.at_max(Some(2)));
+        assert!(!l.at_max(Some(3)));
         let mut l = l;
         l.exclude(&["203.0.113.4".to_owned()]);
-        assert_eq!(l.available_addresses(), vec!["203.0.113.1"]);
+        assert!(l.available_addresses().is_empty());
     }
 }

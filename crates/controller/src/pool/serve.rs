@@ -33,7 +33,7 @@ pub(super) async fn serve(scope: &mut Scope<'_>) -> Result<Action> {
     let objects = claims.iter().chain(addresses.iter().map(|a| &a.obj));
     let paused = Paused::read(scope, objects).await?;
     let mut addresses = release_deleted(scope, &s, &mut inventory, addresses, &paused).await?;
-    delete_orphans(scope, &addresses, &claims, &paused).await?;
+    delete_orphans(scope, &mut addresses, &claims, &paused).await?;
     let network = network(scope, &s).await?;
     let mut ledger = Ledger::new(&scope.obj.spec, &scope.owner, &inventory, &addresses);
     ledger.exclude(&elsewhere);
