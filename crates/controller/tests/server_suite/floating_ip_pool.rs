@@ -449,7 +449,6 @@ async fn max_ips_reached_then_served_when_raised() {
 async fn missing_network_is_reported_and_converges_once_it_exists() {
     let h = Harness::new("pool-net").await;
     let _c = start_pool(&h);
-    // Unique: on the real services the admin's networks outlive the test project.
     let name = format!("ext-{}", h.ns);
     apply_pool(
         &h,
@@ -465,6 +464,11 @@ async fn missing_network_is_reported_and_converges_once_it_exists() {
     .await;
     println!("missing network: {:?}", p.status.unwrap().conditions);
     assert!(floating_ips(&h).await.is_empty(), "nothing allocated");
+    if h.cloud.is_real() {
+        // A second external network on the shared real services would make the tests running
+        // beside this one find two where they expect the only one.
+        return;
+    }
     // The cloud's admin adds the network; the pool finds it on its next (slow) retry.
     let admin = h.admin_session();
     let network = create_external_network(&admin, &name, "172.30.4.0/24").await;
