@@ -49,8 +49,8 @@ pub mod condition_types {
     pub const API_SERVER_INGRESS_READY: &str = "APIServerIngressReadyCondition";
     /// The server's floating IP from an OpenStackFloatingIPPool is assigned.
     pub const FLOATING_ADDRESS_FROM_POOL_READY: &str = "FloatingAddressFromPoolReady";
-    /// A floating IP pool reached `maxIPs`.
-    pub const MAX_IPS_REACHED: &str = "MaxIPsReached";
+    /// An OpenStackFloatingIPPool can serve claims (upstream's spelling).
+    pub const FLOATING_IP_POOL_READY: &str = "OpenstackFloatingIPPoolReadyCondition";
 }
 
 /// Condition reasons (Cluster API v1beta1 style).
@@ -77,6 +77,10 @@ pub mod condition_reasons {
     pub const FLOATING_IP_ERROR: &str = "FloatingIPError";
     /// An OpenStack call failed.
     pub const OPENSTACK_ERROR: &str = "OpenStackError";
+    /// A floating IP pool reached `maxIPs` and allocates no more.
+    pub const MAX_IPS_REACHED: &str = "MaxIPsReached";
+    /// A floating IP pool's network cannot be resolved.
+    pub const UNABLE_TO_FIND_NETWORK: &str = "UnableToFindNetwork";
 }
 
 /// Condition severities (Cluster API v1beta1).

@@ -7,6 +7,7 @@
 
 pub mod external;
 pub mod floating_ip;
+pub mod floating_ip_pool;
 pub mod lookup;
 pub mod network;
 pub mod pod_network;

@@ -10,10 +10,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Controller names this build runs, in start order (also shown by the demo).
-pub const CONTROLLERS: [&str; 3] = [
+pub const CONTROLLERS: [&str; 4] = [
     capo_controller::cluster::CONTROLLER,
     capo_controller::machine::CONTROLLER,
     capo_controller::server::CONTROLLER,
+    capo_controller::pool::CONTROLLER,
 ];
 
 /// What every controller is built from.
@@ -84,6 +85,11 @@ pub fn spawn_all(
         )),
         tokio::spawn(capo_controller::server::run(
             shared.context(concurrency.machine),
+            until(stop.clone()),
+        )),
+        // Upstream runs the pool controller at the default concurrency of one.
+        tokio::spawn(capo_controller::pool::run(
+            shared.context(1),
             until(stop.clone()),
         )),
     ];

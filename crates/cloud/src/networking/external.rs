@@ -1,7 +1,7 @@
 //! The external network: explicit (by id or filter, must be `router:external`), auto-detected
 //! when the cloud has exactly one, or disabled.
 
-use capo_api::v1beta1::{NetworkStatus, OpenStackClusterSpec};
+use capo_api::v1beta1::{NetworkParam, NetworkStatus, OpenStackClusterSpec};
 use capo_openstack::Session;
 use capo_openstack::network::{self as net, ListFilter, NETWORK, Network};
 
@@ -17,7 +17,18 @@ pub async fn ensure_external_network(
     if spec.disable_external_network == Some(true) {
         return Ok(None);
     }
-    let found: Network = match &spec.external_network {
+    find_external_network(s, spec.external_network.as_ref(), "externalNetwork").await
+}
+
+/// The external network `param` selects (by id or filter; it must be `router:external`), or
+/// with no `param` the cloud's only external network (`Ok(None)` when there is none). `field`
+/// names the spec field in errors. One request.
+pub async fn find_external_network(
+    s: &Session,
+    param: Option<&NetworkParam>,
+    field: &str,
+) -> Result<Option<NetworkStatus>> {
+    let found: Network = match param {
         Some(p) => {
             let filter = p
                 .filter
@@ -26,7 +37,7 @@ pub async fn ensure_external_network(
             let n: Network = resolve_one(s, NETWORK, p.id.as_deref(), filter).await?;
             if !n.external {
                 return Err(Error::InvalidSpec(format!(
-                    "externalNetwork {} ({}) is not an external network",
+                    "{field} {} ({}) is not an external network",
                     n.name, n.id
                 )));
             }
@@ -43,7 +54,7 @@ pub async fn ensure_external_network(
                 count => {
                     return Err(Error::Ambiguous {
                         kind: "external network",
-                        selector: "router:external=true (set spec.externalNetwork)".to_owned(),
+                        selector: format!("router:external=true (set spec.{field})"),
                         count,
                     });
                 }

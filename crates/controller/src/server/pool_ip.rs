@@ -13,26 +13,16 @@ use capo_api::v1beta1::TypedLocalObjectReference;
 use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use capo_openstack::Session;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
 use super::Scope;
 use crate::error::{Error, KubeContext, Result};
-
-const IPAM_GROUP: &str = "ipam.cluster.x-k8s.io";
-const IPAM_VERSION: &str = "v1beta2";
-
-fn ipam_api(scope: &Scope<'_>, kind: &str, plural: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk(IPAM_GROUP, IPAM_VERSION, kind);
-    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
-    Api::namespaced_with(scope.ctx.client.clone(), &scope.namespace, &ar)
-}
+use crate::ipam;
 
 fn claims(scope: &Scope<'_>) -> Api<DynamicObject> {
-    ipam_api(scope, "IPAddressClaim", "ipaddressclaims")
+    ipam::claims(&scope.ctx.client, &scope.namespace)
 }
 
 /// The pool's floating IP on `port_id`: Done(address) once associated, Waiting while the pool
@@ -64,7 +54,7 @@ pub(super) async fn ensure(
             pool.name
         )));
     };
-    let addresses = ipam_api(scope, "IPAddress", "ipaddresses");
+    let addresses = ipam::addresses(&scope.ctx.client, &scope.namespace);
     let Some(ip) = addresses
         .get_opt(address_name)
         .await
@@ -97,9 +87,7 @@ async fn create_claim(
     name: &str,
     pool: &TypedLocalObjectReference,
 ) -> Result<()> {
-    let gvk = GroupVersionKind::gvk(IPAM_GROUP, IPAM_VERSION, "IPAddressClaim");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "ipaddressclaims");
-    let mut claim = DynamicObject::new(name, &ar).within(&scope.namespace);
+    let mut claim = DynamicObject::new(name, &ipam::claim_resource()).within(&scope.namespace);
     claim.metadata.finalizers = Some(vec![IP_CLAIM_FINALIZER.to_owned()]);
     claim.metadata.owner_references = scope.obj.controller_owner_ref(&()).map(|r| vec![r]);
     if let Some(c) = scope.obj.labels().get(CLUSTER_NAME_LABEL) {
@@ -129,18 +117,7 @@ pub(super) async fn release(scope: &Scope<'_>) -> Result<()> {
     else {
         return Ok(());
     };
-    if claim.finalizers().iter().any(|f| f == IP_CLAIM_FINALIZER) {
-        let rest: Vec<&String> = claim
-            .finalizers()
-            .iter()
-            .filter(|f| *f != IP_CLAIM_FINALIZER)
-            .collect();
-        let patch =
-            json!({"metadata": {"finalizers": rest, "resourceVersion": claim.resource_version()}});
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .kctx(|| format!("release IPAddressClaim {name}"))?;
-    }
+    ipam::remove_finalizer(&api, &claim, IP_CLAIM_FINALIZER).await?;
     if claim.metadata.deletion_timestamp.is_none() {
         match api.delete(&name, &DeleteParams::background()).await {
             Ok(_) => {}

@@ -371,6 +371,26 @@ spec:
         out
     }
 
+    /// A session of the cloud's admin (to change what only an operator can: quotas, external
+    /// networks).
+    pub fn admin_session(&self) -> capo_openstack::Session {
+        let yaml = self.cloud.admin_clouds_yaml();
+        let creds = capo_openstack::Credentials::from_clouds_yaml(&yaml, cloud::ADMIN, None, None)
+            .expect("admin creds");
+        self.sessions.session(&creds).expect("admin session")
+    }
+
+    /// Set a Neutron quota of the test project as the cloud's admin.
+    pub async fn set_neutron_quota(&self, key: &str, value: i64) {
+        use capo_openstack::{Request, Service};
+        let path = format!("quotas/{}", self.project());
+        let body = serde_json::json!({"quota": {key: value}});
+        self.admin_session()
+            .send(&Request::put(Service::Network, path, "test_quota", body))
+            .await
+            .expect("set quota");
+    }
+
     /// Write requests (non-GET) seen by the simulator so far, as `METHOD path`.
     pub fn writes(&self) -> Vec<String> {
         let mut reqs = self.requests();

@@ -122,26 +122,11 @@ async fn wrong_password_gives_keystones_answer_and_a_fixed_secret_converges() {
     h.delete_cluster_leaving_nothing("c1").await;
 }
 
-/// Set a Neutron quota of the test project as the cloud's admin.
-async fn set_neutron_quota(h: &Harness, key: &str, value: i64) {
-    use crate::common::cloud::ADMIN;
-    use capo_openstack::{Credentials, Request, Service};
-    let creds =
-        Credentials::from_clouds_yaml(&h.cloud.admin_clouds_yaml(), ADMIN, None, None).unwrap();
-    let admin = h.sessions.session(&creds).unwrap();
-    let path = format!("quotas/{}", h.project());
-    let body = serde_json::json!({"quota": {key: value}});
-    admin
-        .send(&Request::put(Service::Network, path, "test_quota", body))
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exhausted_floating_ip_quota_is_reported_then_converges_when_raised() {
     let h = Harness::new("quota").await;
     let _c = start(&h);
-    set_neutron_quota(&h, "floatingip", 0).await;
+    h.set_neutron_quota("floatingip", 0).await;
     h.create_cluster("c1", CLUSTER_FIP).await;
     let o = h
         .wait_cluster("c1", 60, "quota named in a condition", |o| {
@@ -153,7 +138,7 @@ async fn exhausted_floating_ip_quota_is_reported_then_converges_when_raised() {
         false_conditions(&o.status.unwrap().conditions)
     );
     assert_eq!(h.inventory().await.get("floatingips"), None);
-    set_neutron_quota(&h, "floatingip", 10).await;
+    h.set_neutron_quota("floatingip", 10).await;
     let o = h.wait_ready("c1").await;
     assert!(o.spec.control_plane_endpoint.is_some());
     assert_eq!(

@@ -11,4 +11,5 @@ mod after_move;
 mod bastion;
 mod devices;
 mod faults;
+mod floating_ip_pool;
 mod pool_ip;

@@ -1,14 +1,15 @@
 //! A machine with `floatingIPPoolRef`: the server claims an address from the pool (Cluster API
 //! IPAM), associates the pool's floating IP with its first port, reports it as ExternalIP, and
-//! releases the claim on delete. The test plays the pool controller.
+//! releases the claim on delete; the pool controller answers the claim and, with
+//! `reclaimPolicy: Delete`, releases the floating IP once the claim is gone.
 use std::time::{Duration, Instant};
 
 use crate::common::Harness;
+use crate::floating_ip_pool::{apply_pool, start_pool};
 use crate::machines::*;
 use capo_controller::conditions::is_true;
-use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp, FloatingIpCreate};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use serde_json::json;
+use capo_controller::ipam;
+use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp};
 
 const WITH_POOL: &str = "flavor: m1.small
 image:
@@ -20,20 +21,14 @@ floatingIPPoolRef:
   name: pool-a
 ";
 
-fn ipam(h: &Harness, kind: &str, plural: &str) -> kube::Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("ipam.cluster.x-k8s.io", "v1beta2", kind);
-    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
-    kube::Api::namespaced_with(h.client.clone(), &h.ns, &ar)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn floating_ip_from_a_pool_claim() {
     let h = Harness::new("pool").await;
     let _c = start(&h);
     h.create_cluster("c1", CLUSTER_FIP).await;
-    let osc = h.wait_ready("c1").await;
+    h.wait_ready("c1").await;
     create_machine(&h, "c1", "w-p", false, WITH_POOL).await;
-    let claims = ipam(&h, "IPAddressClaim", "ipaddressclaims");
+    let claims = ipam::claims(&h.client, &h.ns);
     let claim_name = "w-p-floating-ip-address";
     let deadline = Instant::now() + Duration::from_secs(30);
     let claim = loop {
@@ -55,41 +50,22 @@ async fn floating_ip_from_a_pool_claim() {
         "not ready without its address"
     );
 
-    // The pool: allocate a floating IP, publish it as an IPAddress, fulfil the claim.
+    // The pool controller answers the claim with a floating IP it allocates.
+    let _pool = start_pool(&h);
+    apply_pool(&h, "pool-a", "reclaimPolicy: Delete\n").await;
     let s = session(&h).await;
-    let ext = osc.status.unwrap().external_network.unwrap().id;
-    let body = FloatingIpCreate {
-        floating_network_id: ext,
-        description: Some("pool-a".into()),
-        ..Default::default()
-    };
-    let fip: FloatingIp = net::create(&s, FLOATING_IP, &body).await.unwrap();
-    let address: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "ipam.cluster.x-k8s.io/v1beta2",
-        "kind": "IPAddress",
-        "metadata": {"name": "pool-a-1", "namespace": h.ns},
-        "spec": {
-            "address": fip.floating_ip_address,
-            "prefix": 32,
-            "claimRef": {"name": claim_name},
-            "poolRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackFloatingIPPool", "name": "pool-a"},
-        },
-    }))
-    .unwrap();
-    ipam(&h, "IPAddress", "ipaddresses")
-        .create(&Default::default(), &address)
-        .await
-        .unwrap();
-    claims
-        .patch_status(
-            claim_name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"addressRef": {"name": "pool-a-1"}}})),
-        )
-        .await
-        .unwrap();
-
     let m = wait_machine_ready(&h, "w-p").await;
+    let address = ipam::addresses(&h.client, &h.ns)
+        .get(claim_name)
+        .await
+        .unwrap();
+    let ip = address.data["spec"]["address"].as_str().unwrap().to_owned();
+    let f = net::ListFilter::default().with("floating_ip_address", ip.as_str());
+    let fip: FloatingIp = net::list(&s, FLOATING_IP, &f).await.unwrap().remove(0);
+    assert!(
+        fip.description.contains("OpenStackFloatingIPPool"),
+        "{fip:?}"
+    );
     let st = m.status.unwrap();
     assert!(
         st.addresses
@@ -111,9 +87,77 @@ async fn floating_ip_from_a_pool_claim() {
         assert!(Instant::now() < deadline, "claim not released");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after: FloatingIp = net::get(&s, FLOATING_IP, &fip.id).await.unwrap();
+    // reclaimPolicy Delete: the floating IP goes with the claim's IPAddress.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while net::get::<FloatingIp>(&s, FLOATING_IP, &fip.id)
+        .await
+        .is_ok()
+    {
+        assert!(Instant::now() < deadline, "floating IP not released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The address a machine got from a pool: its IPAddress's.
+async fn pool_address(h: &Harness, machine: &str) -> String {
+    let name = format!("{machine}-floating-ip-address");
+    let ip = ipam::addresses(&h.client, &h.ns).get(&name).await.unwrap();
+    ip.data["spec"]["address"].as_str().unwrap().to_owned()
+}
+
+fn external_ip(m: &capo_api::v1beta1::OpenStackMachine) -> Option<String> {
+    let st = m.status.as_ref()?;
+    st.addresses
+        .iter()
+        .find(|a| a.r#type == "ExternalIP")
+        .map(|a| a.address.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retained_pool_address_goes_to_the_next_machine() {
+    let h = Harness::new("pool-retain-m").await;
+    let _c = start(&h);
+    let _pool = start_pool(&h);
+    apply_pool(&h, "pool-a", "reclaimPolicy: Retain\n").await;
+    h.create_cluster("c1", CLUSTER_FIP).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "w-1", false, WITH_POOL).await;
+    let m = wait_machine_ready(&h, "w-1").await;
+    let first = pool_address(&h, "w-1").await;
+    assert_eq!(external_ip(&m).as_deref(), Some(first.as_str()));
+
+    delete_machine(&h, "w-1").await;
+    wait_machine_gone(&h, "w-1", 60).await;
+    let addresses = ipam::addresses(&h.client, &h.ns);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while addresses
+        .get_opt("w-1-floating-ip-address")
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "IPAddress not released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let s = session(&h).await;
+    let f = net::ListFilter::default().with("floating_ip_address", first.as_str());
+    let kept: Vec<FloatingIp> = net::list(&s, FLOATING_IP, &f).await.unwrap();
+    assert_eq!(kept.len(), 1, "Retain keeps the floating IP");
+    assert_eq!(kept[0].port_id, None, "free once its server is gone");
+
+    create_machine(&h, "c1", "w-2", false, WITH_POOL).await;
+    let m = wait_machine_ready(&h, "w-2").await;
     assert_eq!(
-        after.port_id, None,
-        "the pool's floating IP is free again, and still the pool's"
+        external_ip(&m).as_deref(),
+        Some(first.as_str()),
+        "reused, not allocated"
     );
+    let fips = h
+        .items()
+        .await
+        .get("floatingips")
+        .cloned()
+        .unwrap_or_default();
+    // The cluster's API floating IP and the pool's one.
+    assert_eq!(fips.len(), 2, "{fips:?}");
 }

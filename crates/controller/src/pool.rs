@@ -1,0 +1,294 @@
+//! The OpenStackFloatingIPPool controller: a Cluster API IPAM provider handing out floating
+//! IPs.
+//!
+//! Reconcile ([`crate::lifecycle`]): pause → finalizer → [`serve`] (release the addresses
+//! being deleted, resolve the network, answer the claims, write status) or [`cleanup`].
+//! Woken by the pool itself, by IPAddressClaims and by IPAddresses whose `spec.poolRef` names
+//! it.
+//!
+//! ## Guarantees
+//! - A claim is answered with an IPAddress named like it (owned by it, with upstream's
+//!   finalizer, prefix 32, the pool in `poolRef`), then its `status.addressRef`.
+//! - Pre-allocated addresses are handed out first, then floating IPs the pool allocated and
+//!   got back, then new ones from `floatingIPNetwork` (default: the cloud's only external
+//!   network) while fewer than `maxIPs` addresses are claimed; beyond that the claim waits
+//!   and the pool reports MaxIPsReached.
+//! - Claimed, available and failed addresses are recomputed every time from the IPAddresses
+//!   and the project's floating IPs (one list), never from the pool's status: a floating IP is
+//!   claimed exactly when an IPAddress holds it, so none is handed out twice.
+//! - A floating IP the pool allocates is marked as the pool's in the create request itself
+//!   (`capo_cloud::networking::floating_ip_pool`); killed at any point after the allocation
+//!   (before the tag, before the IPAddress, before the claim's status), the next reconcile
+//!   finds it unclaimed and hands it out, or finds the IPAddress and completes the claim:
+//!   nothing is allocated twice or leaked.
+//! - An IPAddress being deleted: with `reclaimPolicy: Delete` the floating IP the pool
+//!   allocated is released first, then the finalizer is removed (pre-allocated addresses are
+//!   never released); with `Retain` it becomes available again.
+//! - The pool is deleted only when no IPAddress of it remains; the floating IPs it allocated
+//!   are then released (pre-allocated ones are the user's and stay).
+//! - An IPAddress whose claim is gone is deleted by the pool too (not only by Kubernetes'
+//!   garbage collector); a claim whose IPAddress was deleted under it is served again.
+//! - Claims and addresses of a paused Cluster (or carrying the paused annotation) are left
+//!   alone until it resumes ([`paused`]).
+
+mod cleanup;
+mod ledger;
+mod paused;
+mod serve;
+
+use std::sync::Arc;
+
+use capo_api::constants::condition_reasons::UNABLE_TO_FIND_NETWORK;
+use capo_api::constants::condition_types::FLOATING_IP_POOL_READY;
+use capo_api::constants::{DELETE_FLOATING_IP_FINALIZER, FLOATING_IP_POOL_FINALIZER};
+use capo_api::v1alpha1::{OpenStackFloatingIPPool, OpenStackFloatingIPPoolStatus};
+use capo_api::v1beta1::OpenStackIdentityReference;
+use capo_cloud::networking::floating_ip_pool::PoolOwner;
+use futures::StreamExt;
+use kube::api::{DeleteParams, DynamicObject, ListParams};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+
+use crate::context::Context;
+use crate::error::{KubeContext, Result};
+use crate::ipam;
+use crate::lifecycle::{self, Owners, Reconciled};
+use crate::runtime::{error_policy, primary_stream, watcher_config};
+use ledger::Address;
+use paused::Paused;
+
+/// Controller name in metrics and logs.
+pub const CONTROLLER: &str = "openstackfloatingippool";
+
+/// Run the controller until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let pools = ctx.watched_api::<OpenStackFloatingIPPool>();
+    let (store, trigger) = primary_stream(pools, watcher_config(&ctx));
+    // Claims and addresses wake their pool on every change, deletions included (a claim
+    // without finalizers is gone at once: its deletion is the only event). The pool's own
+    // writes come back as one more reconcile that finds nothing to do.
+    let claims = watcher(ipam_api(&ctx, &ipam::claim_resource()), ipam_config())
+        .default_backoff()
+        .touched_objects();
+    let addresses = watcher(ipam_api(&ctx, &ipam::address_resource()), ipam_config())
+        .default_backoff()
+        .touched_objects();
+    Controller::for_stream(trigger, store)
+        .watches_stream_with(claims, pool_of, ipam::claim_resource())
+        .watches_stream_with(addresses, pool_of, ipam::address_resource())
+        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// IPAM objects of the watched namespace (or all). `--watch-filter` selects pools, not the
+/// claims made on them.
+fn ipam_api(ctx: &Context, ar: &kube::api::ApiResource) -> Api<DynamicObject> {
+    match &ctx.options.namespace {
+        Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, ar),
+        None => Api::all_with(ctx.client.clone(), ar),
+    }
+}
+
+fn ipam_config() -> watcher::Config {
+    watcher::Config::default().any_semantic()
+}
+
+/// The pool a claim or an address names.
+fn pool_of(obj: DynamicObject) -> Option<ObjectRef<OpenStackFloatingIPPool>> {
+    let ns = obj.namespace()?;
+    let pool = ipam::floating_ip_pool_of(&obj)?;
+    Some(ObjectRef::new(pool).within(&ns))
+}
+
+async fn reconcile(pool: Arc<OpenStackFloatingIPPool>, ctx: Arc<Context>) -> Result<Action> {
+    lifecycle::reconcile(pool, ctx).await
+}
+
+/// One reconcile's view of a pool.
+type Scope<'a> = lifecycle::Scope<'a, OpenStackFloatingIPPool>;
+
+impl Reconciled for OpenStackFloatingIPPool {
+    const CONTROLLER: &'static str = CONTROLLER;
+    const FINALIZER: &'static str = FLOATING_IP_POOL_FINALIZER;
+    /// Spec errors of a pool are its network's (missing, ambiguous, not external).
+    const INVALID_SPEC_REASON: &'static str = UNABLE_TO_FIND_NETWORK;
+    lifecycle::status_of!(OpenStackFloatingIPPoolStatus);
+    type CloudOwner = PoolOwner;
+    /// A pool hangs off nothing.
+    type Owners = ();
+
+    /// Provisioned once the network is resolved.
+    fn provisioned(status: &Self::Status) -> bool {
+        status.floating_ip_network.is_some()
+    }
+    fn first_step(_: &Self::Status) -> &'static str {
+        FLOATING_IP_POOL_READY
+    }
+    fn identity_ref(&self) -> Option<&OpenStackIdentityReference> {
+        Some(&self.spec.identity_ref)
+    }
+    fn cloud_owner(&self) -> PoolOwner {
+        PoolOwner {
+            // The first UID, kept in an annotation: after `clusterctl move` the floating IPs
+            // the pool allocated are still recognised as its own.
+            uid: crate::runtime::owner_id(self),
+            namespace: self.namespace().unwrap_or_default(),
+            name: self.name_any(),
+        }
+    }
+
+    async fn owners(_: &Self, _: &Context, _: bool) -> Result<Owners<()>> {
+        Ok(Owners::Found(()))
+    }
+
+    fn paused(_: &()) -> bool {
+        false
+    }
+
+    async fn apply(scope: &mut Scope<'_>, _: ()) -> Result<Action> {
+        serve::serve(scope).await
+    }
+
+    async fn cleanup(scope: &mut Scope<'_>, _: ()) -> Result<capo_cloud::Progress> {
+        cleanup::cleanup(scope).await
+    }
+}
+
+/// The live IPAddresses of the pool, and the addresses other pools' IPAddresses of the
+/// namespace hold (a pre-allocated address listed in two pools is handed out once). Read from
+/// the API server, not a cache: what is claimed must be exact.
+async fn pool_addresses(scope: &Scope<'_>) -> Result<(Vec<Address>, Vec<String>)> {
+    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .kctx(|| format!("list IPAddresses of {}", scope.object()))?;
+    let (ours, others): (Vec<DynamicObject>, Vec<DynamicObject>) = list
+        .items
+        .into_iter()
+        .partition(|a| ipam::floating_ip_pool_of(a) == Some(scope.name.as_str()));
+    let elsewhere = others
+        .into_iter()
+        .map(Address::from)
+        .map(|a| a.address)
+        .collect();
+    Ok((ours.into_iter().map(Address::from).collect(), elsewhere))
+}
+
+/// The IPAddressClaims naming this pool (live, like the addresses).
+async fn pool_claims(scope: &Scope<'_>) -> Result<Vec<DynamicObject>> {
+    let api = ipam::claims(&scope.ctx.client, &scope.namespace);
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .kctx(|| format!("list IPAddressClaims of {}", scope.object()))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|c| ipam::floating_ip_pool_of(c) == Some(scope.name.as_str()))
+        .collect())
+}
+
+/// Delete the addresses whose claim is gone (what Kubernetes' garbage collector does through
+/// the owner reference, done here too so that a released claim frees its address without
+/// waiting for it); their release follows on the deletion event. They are marked as going
+/// away (their addresses stay claimed until they are gone).
+async fn delete_orphans(
+    scope: &Scope<'_>,
+    addresses: &mut [Address],
+    claims: &[DynamicObject],
+    paused: &Paused,
+) -> Result<()> {
+    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    for a in addresses
+        .iter_mut()
+        .filter(|a| !a.deleting && !paused.holds(&a.obj))
+    {
+        let claim = a.obj.data["spec"]["claimRef"]["name"]
+            .as_str()
+            .unwrap_or(&a.name);
+        let owner = a
+            .obj
+            .owner_references()
+            .iter()
+            .find(|o| o.kind == ipam::CLAIM_KIND);
+        let alive = claims.iter().any(|c| {
+            c.name_any() == claim
+                && owner.is_none_or(|o| c.uid().as_deref() == Some(o.uid.as_str()))
+        });
+        if alive {
+            continue;
+        }
+        tracing::info!(pool = %scope.name, address = %a.name, "deleting the IPAddress of a deleted claim");
+        match api.delete(&a.name, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(ae)) if ae.code == 404 => {}
+            Err(e) => {
+                return Err(crate::Error::kube(
+                    format!("delete IPAddress {}", a.name),
+                    e,
+                ));
+            }
+        }
+        a.deleting = true;
+    }
+    Ok(())
+}
+
+/// Let go of the addresses being deleted: with `reclaimPolicy: Delete` the floating IP the
+/// pool allocated is released first (so a crash never forgets it), then the finalizer goes.
+/// Returns the addresses still standing (those of a paused Cluster wait).
+async fn release_deleted(
+    scope: &Scope<'_>,
+    s: &capo_openstack::Session,
+    inventory: &mut capo_cloud::networking::floating_ip_pool::Inventory,
+    addresses: Vec<Address>,
+    paused: &Paused,
+) -> Result<Vec<Address>> {
+    use capo_api::v1alpha1::ReclaimPolicy;
+    use capo_cloud::networking::floating_ip_pool as fips;
+    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let spec = &scope.obj.spec;
+    let mut standing = Vec::with_capacity(addresses.len());
+    for a in addresses {
+        let ours = a
+            .obj
+            .finalizers()
+            .iter()
+            .any(|f| f == DELETE_FLOATING_IP_FINALIZER);
+        if !a.deleting || !ours || paused.holds(&a.obj) {
+            standing.push(a);
+            continue;
+        }
+        let pre_allocated = spec.pre_allocated_floating_ips.contains(&a.address);
+        if spec.reclaim_policy == ReclaimPolicy::Delete && !pre_allocated {
+            let fip = inventory
+                .by_address(&a.address)
+                .filter(|f| scope.owner.allocated(f))
+                .map(|f| f.id.clone());
+            if let Some(id) = fip {
+                fips::release(s, &id).await?;
+                inventory.forget(&id);
+                let note = format!("released floating IP {} of IPAddress {}", a.address, a.name);
+                scope
+                    .event(
+                        kube::runtime::events::EventType::Normal,
+                        "SuccessfulDeleteFloatingIP",
+                        "Release",
+                        Some(note),
+                    )
+                    .await;
+            }
+        }
+        ipam::remove_finalizer(&api, &a.obj, DELETE_FLOATING_IP_FINALIZER).await?;
+    }
+    Ok(standing)
+}
