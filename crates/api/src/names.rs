@@ -143,6 +143,18 @@ pub fn ssh_keypair_name(namespace: &str, cluster: &str) -> String {
     cluster_resource_name(namespace, cluster)
 }
 
+/// The name the peer provider gave the same VIP port: `<ns>-<name>-controlplane-keepalived` or
+/// `<ns>-<name>-ingress-keepalived`; capo adopts a port of that name when it has none of its own,
+/// so switching from the peer keeps the cluster's VIPs.
+pub fn peer_vip_port_name(namespace: &str, cluster: &str, purpose: &str) -> String {
+    let role = if purpose == "kubeapi" {
+        "controlplane"
+    } else {
+        purpose
+    };
+    format!("{namespace}-{cluster}-{role}-keepalived")
+}
+
 /// Neutron port reserved for a keepalived VIP (BA/ACP extension): `<prefix>-<purpose>-vip`,
 /// where purpose is `kubeapi` or `ingress`.
 pub fn vip_port_name(namespace: &str, cluster: &str, purpose: &str) -> String {

@@ -16,7 +16,7 @@ use common::Harness;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use machines::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The peer's cluster template, from `../shared/partners` (CAPO_SHARED_DIR overrides).
 fn peer_template() -> Option<String> {
@@ -439,4 +439,99 @@ async fn ansible_driven_clusters_get_the_peers_defaults_and_others_nothing() {
     h.delete_cluster("kcp").await;
     h.wait_gone("kcp", 120).await;
     h.delete_cluster_leaving_nothing("acp").await;
+}
+
+/// A cluster switched from the peer: the peer reserved its keepalived VIP ports under its own
+/// names (`<ns>-<name>-controlplane-keepalived`, `…-ingress-keepalived`, untagged by capo).
+/// capo adopts them rather than reserving new ports, so the VIPs running nodes use never move;
+/// deleting the cluster removes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peers_keepalived_vip_ports_are_adopted() {
+    use capo_openstack::network::{self as net, Network, Port, Subnet};
+    let mut h = Harness::new("peervip").await;
+    let s = h.session();
+    let netw: Network = net::create(&s, net::NETWORK, &json!({"name": "peer-net"}))
+        .await
+        .unwrap();
+    let subnet: Subnet = net::create(
+        &s,
+        net::SUBNET,
+        &json!({"name": "peer-v4", "network_id": netw.id, "cidr": "10.12.0.0/24", "ip_version": 4}),
+    )
+    .await
+    .unwrap();
+    let mut peer_ports = Vec::new();
+    for (role, ip) in [("controlplane", "10.12.0.50"), ("ingress", "10.12.0.51")] {
+        let p: Port = net::create(
+            &s,
+            net::PORT,
+            &json!({
+                "name": format!("{}-v1-{role}-keepalived", h.ns),
+                "network_id": netw.id,
+                "admin_state_up": false,
+                "fixed_ips": [{"subnet_id": subnet.id, "ip_address": ip}],
+            }),
+        )
+        .await
+        .unwrap();
+        peer_ports.push((p.id, ip));
+    }
+    h.start();
+    h.create_cluster(
+        "v1",
+        &format!(
+            "identityRef:
+  name: cloud-config
+  cloudName: openstack
+network:
+  id: {}
+disableAPIServerFloatingIP: true
+{CLUSTER_EXTENSIONS}",
+            netw.id
+        ),
+    )
+    .await;
+    let o = h
+        .wait_cluster("v1", 90, "ready with both VIPs", |o| {
+            let lbs = o
+                .status
+                .as_ref()
+                .and_then(|s| s.extensions.as_ref())
+                .and_then(|e| e.load_balancers.clone());
+            o.status.as_ref().is_some_and(|s| s.ready)
+                && lbs.is_some_and(|l| l.control_plane.is_some() && l.ingress.is_some())
+        })
+        .await;
+    let lbs = o
+        .status
+        .unwrap()
+        .extensions
+        .unwrap()
+        .load_balancers
+        .unwrap();
+    let (cp, ingress) = (lbs.control_plane.unwrap(), lbs.ingress.unwrap());
+    assert_eq!(cp.port_id.as_deref(), Some(peer_ports[0].0.as_str()));
+    assert_eq!(cp.vip.as_deref(), Some(peer_ports[0].1));
+    assert_eq!(ingress.port_id.as_deref(), Some(peer_ports[1].0.as_str()));
+    assert_eq!(ingress.vip.as_deref(), Some(peer_ports[1].1));
+    let ports: Vec<Value> = h.items().await.remove("ports").unwrap_or_default();
+    let vip_ports = ports
+        .iter()
+        .filter(|p| {
+            p["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("vip") || n.contains("keepalived"))
+        })
+        .count();
+    assert_eq!(vip_ports, 2, "no second VIP port reserved: {ports:?}");
+    h.delete_cluster("v1").await;
+    h.wait_gone("v1", 90).await;
+    let ports: Vec<Value> = h.items().await.remove("ports").unwrap_or_default();
+    assert!(
+        !ports.iter().any(|p| p["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("-keepalived"))),
+        "adopted VIP ports deleted with the cluster: {ports:?}"
+    );
+    net::delete(&s, net::NETWORK, &netw.id).await.unwrap();
 }

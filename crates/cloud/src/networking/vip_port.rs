@@ -5,7 +5,9 @@
 //! on this port so it never moves when machines come and go.
 //!
 //! Found by recorded ID, else by name `k8s-clusterapi-cluster-<ns>-<name>-<purpose>-vip` +
-//! ownership tag (untagged = adopted, foreign = refused), created with the address asked for.
+//! ownership tag (untagged = adopted, foreign = refused), else by the name the peer provider
+//! gave it (`<ns>-<name>-{controlplane,ingress}-keepalived`, adopted the same way, so a cluster
+//! switched from the peer keeps its VIPs), created with the address asked for.
 
 use capo_openstack::Session;
 use capo_openstack::network::{self as net, FixedIp, ListFilter, PORT, Port, PortCreate};
@@ -34,11 +36,32 @@ pub fn vip_port_name(owner: &Owner, purpose: &str) -> String {
     capo_api::names::vip_port_name(&owner.namespace, &owner.name, purpose)
 }
 
+/// Our VIP port of `purpose`: the recorded one, else by our name, else by the peer's name.
+async fn find_vip_port(
+    s: &Session,
+    owner: &Owner,
+    purpose: &str,
+    network_id: Option<&str>,
+    recorded_id: Option<&str>,
+) -> Result<Option<Port>> {
+    let peer = capo_api::names::peer_vip_port_name(&owner.namespace, &owner.name, purpose);
+    for (i, name) in [vip_port_name(owner, purpose), peer].iter().enumerate() {
+        let mut filter = ListFilter::by_name(name);
+        if let Some(network) = network_id {
+            filter = filter.with("network_id", network);
+        }
+        let recorded = if i == 0 { recorded_id } else { None };
+        if let Some(p) = find_owned(s, owner, PORT, recorded, filter).await? {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
 /// Ensure the VIP port; returns it with its address (first fixed IP).
 pub async fn ensure_vip_port(s: &Session, owner: &Owner, r: VipPortRequest<'_>) -> Result<Port> {
     let name = vip_port_name(owner, r.purpose);
-    let filter = ListFilter::by_name(&name).with("network_id", r.network_id);
-    let found: Option<Port> = find_owned(s, owner, PORT, r.recorded_id, filter).await?;
+    let found = find_vip_port(s, owner, r.purpose, Some(r.network_id), r.recorded_id).await?;
     let (mut port, origin) = match found {
         Some(p) => (p, Origin::Found),
         None => {
@@ -78,8 +101,7 @@ pub async fn delete_vip_port(
     purpose: &str,
     recorded_id: Option<&str>,
 ) -> Result<()> {
-    let filter = ListFilter::by_name(&vip_port_name(owner, purpose));
-    match find_owned::<Port>(s, owner, PORT, recorded_id, filter).await {
+    match find_vip_port(s, owner, purpose, None, recorded_id).await {
         Ok(Some(p)) => delete_opt(s, PORT, &p.id).await,
         Ok(None) => Ok(()),
         Err(crate::Error::ForeignResource { id, owner_tag, .. }) => {
