@@ -192,6 +192,12 @@ fn admin(h: &Harness) -> Session {
     h.sessions.session(&creds).unwrap()
 }
 
+/// A flavor name of this test's own: flavors are global to a cloud (the real services keep
+/// them across tests), so each test names its flavors after its namespace.
+fn flavor(h: &Harness, base: &str) -> String {
+    format!("{}-{base}", h.ns)
+}
+
 /// Create a flavor as the cloud's admin; its ID.
 async fn create_flavor(
     h: &Harness,
@@ -249,7 +255,7 @@ async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
     let _run = start(&h, options(&h, false));
     let uid = cluster(&h, "c1").await;
     let owner = ("c1", uid.as_str());
-    create_flavor(&h, "m1.eph", 2, 3072, 20, 15).await;
+    create_flavor(&h, &flavor(&h, "m1.eph"), 2, 3072, 20, 15).await;
     // An image of the project without os_type.
     let img: Value = h
         .session()
@@ -266,7 +272,7 @@ async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
     template(&h, "disk", owner, &spec("m1.large", IMAGE, "")).await;
     let bfv = "rootVolume:\n  sizeGiB: 120\n";
     template(&h, "bfv", owner, &spec("m1.large", IMAGE, bfv)).await;
-    template(&h, "eph", owner, &spec("m1.eph", IMAGE, "")).await;
+    template(&h, "eph", owner, &spec(&flavor(&h, "m1.eph"), IMAGE, "")).await;
     template(&h, "no-os", owner, &spec("m1.small", "no-os", "")).await;
 
     let large = [("cpu", "4"), ("memory", "8Gi"), ("storage", "80Gi")];
@@ -350,8 +356,8 @@ async fn recomputed_when_the_flavor_changes_in_the_spec_or_the_cloud() {
     let _run = start(&h, options(&h, true));
     let uid = cluster(&h, "c1").await;
     let owner = ("c1", uid.as_str());
-    create_flavor(&h, "m1.eph", 2, 3072, 20, 15).await;
-    template(&h, "t", owner, &spec("m1.eph", IMAGE, "")).await;
+    create_flavor(&h, &flavor(&h, "m1.eph"), 2, 3072, 20, 15).await;
+    template(&h, "t", owner, &spec(&flavor(&h, "m1.eph"), IMAGE, "")).await;
     let eph = [
         ("cpu", "2"),
         ("ephemeral-storage", "15Gi"),
@@ -367,12 +373,12 @@ async fn recomputed_when_the_flavor_changes_in_the_spec_or_the_cloud() {
 
     // The operator replaces a flavor under the same name (Nova flavors cannot be edited):
     // seen once the cached entry expired, with no change to the template.
-    let old = create_flavor(&h, "m1.ops", 2, 4096, 40, 0).await;
-    template(&h, "t", owner, &spec("m1.ops", IMAGE, "")).await;
+    let old = create_flavor(&h, &flavor(&h, "m1.ops"), 2, 4096, 40, 0).await;
+    template(&h, "t", owner, &spec(&flavor(&h, "m1.ops"), IMAGE, "")).await;
     let before = [("cpu", "2"), ("memory", "4Gi"), ("storage", "40Gi")];
     wait_capacity(&h, "t", &cap(&before)).await;
     delete_flavor(&h, &old).await;
-    create_flavor(&h, "m1.ops", 8, 16384, 160, 0).await;
+    create_flavor(&h, &flavor(&h, "m1.ops"), 8, 16384, 160, 0).await;
     let after = [("cpu", "8"), ("memory", "16Gi"), ("storage", "160Gi")];
     wait_capacity(&h, "t", &cap(&after)).await;
 }
@@ -383,7 +389,7 @@ async fn missing_flavor_or_image_is_reported_then_converges() {
     let _run = start(&h, options(&h, false));
     let uid = cluster(&h, "c1").await;
     let owner = ("c1", uid.as_str());
-    template(&h, "t", owner, &spec("m1.gone", IMAGE, "")).await;
+    template(&h, "t", owner, &spec(&flavor(&h, "m1.gone"), IMAGE, "")).await;
     template(&h, "img", owner, &spec("m1.small", "no-such-image", "")).await;
     let t = wait(&h, "t", 30, "Ready False", |t| {
         ready(t).is_some_and(|r| r.0 == "False")
@@ -425,7 +431,7 @@ async fn missing_flavor_or_image_is_reported_then_converges() {
     assert!(retries <= 4, "{retries} flavor lists in 3 s");
 
     // The cloud gets the flavor: the next retry converges, without a spec change.
-    create_flavor(&h, "m1.gone", 1, 1024, 10, 0).await;
+    create_flavor(&h, &flavor(&h, "m1.gone"), 1, 1024, 10, 0).await;
     let back = [("cpu", "1"), ("memory", "1Gi"), ("storage", "10Gi")];
     wait_capacity(&h, "t", &cap(&back)).await;
     // The spec is fixed: converges at once.
