@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The end-to-end tier (docs/testing.md): the real Cluster API v1.14 controllers (core, kubeadm
 # bootstrap, KubeadmControlPlane), clusterctl and the workload-cluster emulator drive capo's
-# manager on capo-sim. Builds what it needs (hack/test-env.sh, hack/capi.sh: cached), then runs
+# manager on capo-sim; the Ansible scenario adds the real Ansible bootstrap and control-plane
+# providers. Builds what it needs (hack/test-env.sh, hack/capi.sh, hack/partners.sh: cached), then runs
 # crates/e2e inside a fresh network namespace that has only a loopback interface: Cluster API's
 # managers bind their webhook servers on every interface, which there means loopback only, and
 # the clusters' endpoints are floating IPs from capo-sim's loopback external network.
@@ -9,6 +10,7 @@
 #   hack/e2e.sh                      every scenario
 #   hack/e2e.sh kcp_scaling          the scenarios whose name contains the filter (cargo's)
 #   hack/e2e.sh clusterctl_move      the move scenario (crates/e2e/tests/move.rs)
+#   hack/e2e.sh ansible_control      the Ansible providers' scenario (crates/e2e/tests/ansible.rs)
 #   hack/e2e.sh demo_                the demo run as hack/demo.sh runs it (crates/demo/tests/demo.rs)
 #
 # CAPO_E2E_KEEP=1 keeps each scenario's logs (printed at the end of a failing scenario).
@@ -29,11 +31,13 @@ done
 
 CAPO_TEST_ENV_DIR="${CAPO_TEST_ENV_DIR:-$(hack/test-env.sh | tail -n 1)}"
 CAPO_CAPI_BUILD_DIR="${CAPO_CAPI_BUILD_DIR:-$(hack/capi.sh build | tail -n 1)}"
-export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR
+CAPO_PARTNERS_BUILD_DIR="${CAPO_PARTNERS_BUILD_DIR:-$(hack/partners.sh build | tail -n 1)}"
+export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR CAPO_PARTNERS_BUILD_DIR
 say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
+say "Ansible providers build: $CAPO_PARTNERS_BUILD_DIR"
 
 # Build outside the namespace (crates.io is not reachable inside it).
-cargo test --locked -p capo-e2e -p capo-testkit -p capo-demo --test scenarios --test move --test capi --test demo --no-run
+cargo test --locked -p capo-e2e -p capo-testkit -p capo-demo --test scenarios --test move --test ansible --test capi --test demo --no-run
 
 # Root can make a network namespace directly; anyone else needs a user namespace for it.
 userns=()
@@ -46,7 +50,7 @@ exec unshare --net "${userns[@]}" -- bash -c '
     cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
   fi
   # Each test binary is a process with its own management cluster(s): scenarios.rs shares one,
-  # move.rs (clusterctl move) has a source and a target of its own; the demo test runs the
-  # capo-demo binary (hack/demo.sh), which starts its own.
-  exec cargo test --offline --locked --no-fail-fast -p capo-e2e -p capo-demo --test scenarios --test move --test demo -- --test-threads 1 --nocapture "$@"
+  # move.rs (clusterctl move) has a source and a target of its own, ansible.rs one with the
+  # Ansible providers; the demo test runs the capo-demo binary (hack/demo.sh), which starts its own.
+  exec cargo test --offline --locked --no-fail-fast -p capo-e2e -p capo-demo --test scenarios --test move --test ansible --test demo -- --test-threads 1 --nocapture "$@"
 ' e2e "$@"

@@ -13,6 +13,7 @@
 //! The tier must run inside a network namespace with only a loopback interface
 //! (`hack/e2e.sh` makes one): see docs/testing.md.
 
+pub mod ansible;
 pub mod cloud;
 pub mod cluster;
 pub mod management;

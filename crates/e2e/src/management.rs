@@ -79,6 +79,12 @@ impl Management {
         self.env.kubeconfig_path()
     }
 
+    /// The process group of its servers: a process spawned into it ends with the management
+    /// cluster, even when the test process is killed.
+    pub fn process_group(&self) -> u32 {
+        self.env.process_group()
+    }
+
     /// The `clusterctl` binary of the Cluster API build.
     pub fn clusterctl(&self) -> PathBuf {
         self.capi.clusterctl()

@@ -38,21 +38,28 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<CustomResourceDefinition>> {
     for file in files {
         let text = std::fs::read_to_string(file)
             .map_err(Error::io(format!("reading {}", file.display())))?;
-        for doc in yaml_serde::Deserializer::from_str(&text) {
-            let value = yaml_serde::Value::deserialize(doc).map_err(|source| Error::Yaml {
-                context: file.display().to_string(),
+        crds.extend(parse(&text, &file.display().to_string())?);
+    }
+    Ok(crds)
+}
+
+/// Every CRD document in `text`; `context` names it in errors.
+pub fn parse(text: &str, context: &str) -> Result<Vec<CustomResourceDefinition>> {
+    let mut crds = Vec::new();
+    for doc in yaml_serde::Deserializer::from_str(text) {
+        let value = yaml_serde::Value::deserialize(doc).map_err(|source| Error::Yaml {
+            context: context.to_owned(),
+            source,
+        })?;
+        if value.is_null() {
+            continue;
+        }
+        let crd: CustomResourceDefinition =
+            yaml_serde::from_value(value).map_err(|source| Error::Yaml {
+                context: context.to_owned(),
                 source,
             })?;
-            if value.is_null() {
-                continue;
-            }
-            let crd: CustomResourceDefinition =
-                yaml_serde::from_value(value).map_err(|source| Error::Yaml {
-                    context: file.display().to_string(),
-                    source,
-                })?;
-            crds.push(crd);
-        }
+        crds.push(crd);
     }
     Ok(crds)
 }

@@ -203,8 +203,9 @@ impl TestEnv {
         self.capi.as_ref()
     }
 
-    /// The process group of the servers; children spawned into it end with the environment.
-    pub(crate) fn process_group(&self) -> u32 {
+    /// The process group of the servers; children spawned into it end with the environment
+    /// (its watchdog kills the group when the test process dies, however it dies).
+    pub fn process_group(&self) -> u32 {
         self.group
     }
 

@@ -98,6 +98,10 @@ func (l *listeners) newHandler() http.Handler {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 			r.Host = local.String()
 		}
+		if r.Method == http.MethodGet && healthPaths[r.URL.Path] {
+			l.health(w, r.Host)
+			return
+		}
 		if r.Method == http.MethodPut {
 			l.unconditionalUpdate(r)
 		}
@@ -109,6 +113,27 @@ func (l *listeners) newHandler() http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// healthPaths are a kube-apiserver's health endpoints, which the in-memory API server does not
+// serve. The Ansible control-plane provider reports the control plane initialized once /livez
+// answers 200.
+var healthPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}
+
+// health answers a health endpoint as the cluster's API servers would: "ok" once a kube-apiserver
+// static pod exists (a control plane has booted), 503 before.
+func (l *listeners) health(w http.ResponseWriter, hostPort string) {
+	group, err := l.resolve(hostPort)
+	if err == nil {
+		rg := l.inmem.GetResourceGroup(group).GetClient()
+		pods, err := listControlPlanePods(context.Background(), rg, "kube-apiserver")
+		if err == nil && len(pods) > 0 {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+	}
+	http.Error(w, "no kube-apiserver is running", http.StatusServiceUnavailable)
 }
 
 // unconditionalUpdate gives an update without metadata.resourceVersion the current one, which is
