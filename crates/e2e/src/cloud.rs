@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use capo_openstack::{
     ApiMetrics, ClientConfig, Credentials, Request, Service, Session, SessionCache, compute,
+    network, resource,
 };
 use capo_sim::{Delays, Sim, SimConfig};
 use capo_testkit::project;
@@ -164,6 +165,42 @@ impl Cloud {
         .await
         .map(|_| ())
         .map_err(|e| format!("deleting server {id}: {e}"))
+    }
+
+    /// Allocates a floating IP on the external network as the scenario's user (an operator
+    /// reserving an address, e.g. for a pool's `preAllocatedFloatingIPs`); returns its address.
+    /// Its requests are left out of [`Cloud::requests`].
+    pub async fn allocate_floating_ip(&self) -> Result<String, String> {
+        let session = self.session()?;
+        let body = serde_json::json!({"floating_network_id": self.external_network_id});
+        let create = resource::create_request(network::FLOATING_IP, &body);
+        let fip: Value = self
+            .as_operator(session.fetch(&create, "floatingip"), |r| {
+                r.method == "POST" && r.path.ends_with("/floatingips")
+            })
+            .await
+            .map_err(|e| format!("allocating a floating IP: {e}"))?;
+        fip["floating_ip_address"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("floating IP without an address: {fip}"))
+    }
+
+    /// Releases the floating IP with `address` as the scenario's user; its requests are left
+    /// out of [`Cloud::requests`].
+    pub async fn release_floating_ip(&self, address: &str) -> Result<(), String> {
+        let id = self
+            .floating_ip(address)
+            .and_then(|f| f["id"].as_str().map(str::to_owned))
+            .ok_or_else(|| format!("no floating IP {address}"))?;
+        let session = self.session()?;
+        self.as_operator(
+            session.send(&resource::delete_request(network::FLOATING_IP, &id)),
+            |r| r.method == "DELETE" && r.path.contains(&id),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("releasing floating IP {address}: {e}"))
     }
 
     /// clouds.yaml of the scenario's user (cloud [`CLOUD`]).

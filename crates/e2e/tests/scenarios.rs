@@ -749,3 +749,467 @@ spec:
     s.report("bad input reported and fixed").await;
     s.delete_and_check_empty(cluster).await;
 }
+
+/// The pool the floating-IP scenario's workers take their addresses from.
+const POOL: &str = "workers-public";
+
+/// `ipam.cluster.x-k8s.io/v1beta2 IPAddress` in the scenario's namespace, as JSON.
+async fn ip_addresses(client: &kube::Client, ns: &str) -> Result<Vec<Value>, String> {
+    cluster::api(client, ns, "ipam.cluster.x-k8s.io", "v1beta2", "IPAddress")
+        .list(&Default::default())
+        .await
+        .map_err(|e| format!("listing IPAddresses: {e}"))
+        .map(|l| {
+            l.items
+                .into_iter()
+                .filter_map(|a| serde_json::to_value(a).ok())
+                .collect()
+        })
+}
+
+/// The OpenStackFloatingIPPool kind in the scenario's namespace.
+fn pool_api(s: &Scenario) -> kube::Api<kube::api::DynamicObject> {
+    cluster::api(
+        &s.client,
+        &s.ns,
+        "infrastructure.cluster.x-k8s.io",
+        "v1alpha1",
+        "OpenStackFloatingIPPool",
+    )
+}
+
+/// The pool as JSON, or None once it is gone.
+async fn pool(s: &Scenario) -> Option<Value> {
+    match pool_api(s).get_opt(POOL).await {
+        Ok(p) => p.and_then(|p| serde_json::to_value(p).ok()),
+        Err(e) => s.fail(&format!("get pool: {e}")),
+    }
+}
+
+/// Sorted strings of a JSON array.
+fn sorted(v: &Value) -> Vec<String> {
+    let mut out: Vec<String> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str().map(str::to_owned))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Samples the IPAddresses and the cloud every 100 ms and records every moment an address is
+/// held by two IPAddresses, or a floating IP of the pool sits on a control-plane server; returns
+/// those faults and how many samples read the IPAddresses.
+fn watch_pool_addresses(
+    s: &Scenario,
+    cluster: &str,
+) -> (
+    Arc<AtomicBool>,
+    tokio::task::JoinHandle<(Vec<String>, usize)>,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let sim_state = s.cloud.sim.control().clone();
+    let project = sim_state.project_id("capo").unwrap_or_default();
+    let client = s.client.clone();
+    let ns = s.ns.clone();
+    let cp_prefix = format!("{cluster}-control-plane");
+    let tag = capo_api::names::floating_ip_pool_tag(POOL);
+    let task = tokio::spawn(async move {
+        let mut faults: Vec<String> = Vec::new();
+        let mut samples = 0;
+        while !stop2.load(Ordering::SeqCst) {
+            let mut seen = std::collections::BTreeMap::<String, String>::new();
+            let addresses = ip_addresses(&client, &ns).await;
+            samples += usize::from(addresses.is_ok());
+            for a in addresses.unwrap_or_default() {
+                let addr = a["spec"]["address"].as_str().unwrap_or_default().to_owned();
+                let name = a["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if let Some(other) = seen.insert(addr.clone(), name.clone()) {
+                    let v = format!("{addr} held by IPAddresses {other} and {name}");
+                    if !faults.contains(&v) {
+                        faults.push(v);
+                    }
+                }
+            }
+            let state = sim_state.state(Some(&project));
+            let arr = |k: &str| state[k].as_array().cloned().unwrap_or_default();
+            for f in arr("floatingips") {
+                let ours = f["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|x| x == tag.as_str()));
+                let Some(port) = f["port_id"].as_str().filter(|_| ours) else {
+                    continue;
+                };
+                let device = arr("ports")
+                    .into_iter()
+                    .find(|p| p["id"] == port)
+                    .and_then(|p| p["device_id"].as_str().map(str::to_owned));
+                let server = device
+                    .and_then(|d| arr("servers").into_iter().find(|sv| sv["id"] == d.as_str()));
+                let name = server
+                    .as_ref()
+                    .and_then(|sv| sv["name"].as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                if name.starts_with(&cp_prefix) {
+                    let v = format!(
+                        "{} on control-plane server {name}",
+                        f["floating_ip_address"]
+                    );
+                    if !faults.contains(&v) {
+                        faults.push(v);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        (faults, samples)
+    });
+    (stop, task)
+}
+
+/// Checks that every worker Machine holds one IPAddress of the pool whose floating IP sits on
+/// that worker's server, and that the pool's status agrees; returns the claimed addresses.
+async fn check_pool_serves_workers(s: &Scenario, cluster: &str, workers: usize) -> Vec<String> {
+    let tag = capo_api::names::floating_ip_pool_tag(POOL);
+    cluster::poll(
+        &format!("{workers} workers on pool addresses"),
+        UP,
+        || async {
+            let addrs = ip_addresses(&s.client, &s.ns).await?;
+            let live: Vec<&Value> = addrs
+                .iter()
+                .filter(|a| a["metadata"]["deletionTimestamp"].is_null())
+                .collect();
+            let mut held: Vec<String> = live
+                .iter()
+                .filter_map(|a| a["spec"]["address"].as_str().map(str::to_owned))
+                .collect();
+            held.sort();
+            let p = pool(s).await.ok_or("the pool is gone")?;
+            let claimed = sorted(&p["status"]["claimedIPs"]);
+            if live.len() != workers || addrs.len() != workers || claimed != held {
+                return Err(format!(
+                    "IPAddresses {held:?} ({} in all), pool claimedIPs {claimed:?}",
+                    addrs.len()
+                ));
+            }
+            for a in &live {
+                let pool_ref = &a["spec"]["poolRef"];
+                let owned_by_claim = a["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|r| r["kind"] == "IPAddressClaim"));
+                if pool_ref["name"] != POOL || !owned_by_claim || a["spec"]["prefix"] != 32 {
+                    return Err(format!("IPAddress not the pool's: {a}"));
+                }
+            }
+            let workers_now: Vec<Value> = cluster::machines(&s.client, &s.ns, cluster)
+                .await
+                .into_iter()
+                .filter(|m| m["metadata"]["labels"]["cluster.x-k8s.io/control-plane"].is_null())
+                .collect();
+            let mut servers = Vec::new();
+            for m in &workers_now {
+                let external: Vec<&str> = m["status"]["addresses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|a| a["type"] == "ExternalIP")
+                    .filter_map(|a| a["address"].as_str())
+                    .collect();
+                let [ip] = external[..] else {
+                    return Err(format!(
+                        "{} ExternalIPs {external:?}",
+                        m["metadata"]["name"]
+                    ));
+                };
+                if !held.iter().any(|h| h == ip) {
+                    return Err(format!(
+                        "{} has {ip}, not an address of the pool",
+                        m["metadata"]["name"]
+                    ));
+                }
+                let fip = s
+                    .cloud
+                    .floating_ip(ip)
+                    .ok_or(format!("no floating IP {ip}"))?;
+                let reserved =
+                    sorted(&p["spec"]["preAllocatedFloatingIPs"]).contains(&ip.to_owned());
+                let tagged = fip["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|x| x == tag.as_str()));
+                if !reserved && !tagged {
+                    return Err(format!("{ip} lacks the pool's tag: {}", fip["tags"]));
+                }
+                let port = fip["port_id"].as_str().ok_or(format!("{ip} unattached"))?;
+                let server = s
+                    .cloud
+                    .server_of_port(port)
+                    .ok_or(format!("{ip}: port of no server"))?;
+                let pid = m["spec"]["providerID"].as_str().unwrap_or_default();
+                if !pid.ends_with(server["id"].as_str().unwrap_or("-")) {
+                    return Err(format!("{ip} on server {}, not on {pid}", server["name"]));
+                }
+                servers.push(pid.to_owned());
+            }
+            servers.sort();
+            servers.dedup();
+            if servers.len() != workers || workers_now.len() != workers {
+                return Err(format!("worker servers with pool addresses: {servers:?}"));
+            }
+            // Every floating IP of the pool in the cloud is a held or an available address.
+            let available = sorted(&p["status"]["availableIPs"]);
+            for f in s.cloud.resources().get("floatingips").into_iter().flatten() {
+                let tagged = f["tags"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|x| x == tag.as_str()));
+                let addr = f["floating_ip_address"].as_str().unwrap_or_default();
+                if tagged && !held.iter().chain(&available).any(|a| a == addr) {
+                    return Err(format!(
+                        "pool floating IP {addr} neither claimed nor available"
+                    ));
+                }
+            }
+            Ok(held)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| s.fail(&e))
+}
+
+/// Scales the workers' MachineDeployment to `replicas`.
+async fn scale_workers(s: &Scenario, cluster: &str, replicas: u32) {
+    capi(&s.client, &s.ns, "MachineDeployment")
+        .patch(
+            &format!("{cluster}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+}
+
+/// Waits for one control plane and three workers Running on pool addresses, the reserved address
+/// among them (unclaimed addresses are handed out before new ones); returns the addresses.
+async fn workers_up(s: &Scenario, cluster: &str, reserved: &str, phase: &str) -> Vec<String> {
+    let t0 = Instant::now();
+    wait_machines_running(&s.client, &s.ns, cluster, 4, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    let held = check_pool_serves_workers(s, cluster, 3).await;
+    assert!(
+        held.iter().any(|a| a == reserved),
+        "the reserved {reserved} was not handed out first: {held:?}"
+    );
+    println!(
+        "e2e figures: {} / {phase}: 3 workers Running on pool addresses: {:.1} s",
+        s.name,
+        t0.elapsed().as_secs_f64()
+    );
+    s.report(&format!("{phase}: 3 workers on the pool")).await;
+    held
+}
+
+/// Scales the workers 3→1 and waits for the pool to settle: the addresses the two removed
+/// workers held are deleted from the cloud (Delete) or kept and available (Retain), the reserved
+/// one is never deleted and is available when released. Returns the remaining worker's address.
+async fn workers_down(
+    s: &Scenario,
+    cluster: &str,
+    held: &[String],
+    reserved: &str,
+    retain: bool,
+) -> Vec<String> {
+    let t0 = Instant::now();
+    scale_workers(s, cluster, 1).await;
+    wait_machines_running(&s.client, &s.ns, cluster, 2, UP)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    let kept = check_pool_serves_workers(s, cluster, 1).await;
+    let released: Vec<&String> = held.iter().filter(|a| !kept.contains(a)).collect();
+    assert_eq!(released.len(), 2, "held {held:?}, kept {kept:?}");
+    cluster::poll("released addresses settled", UP, || async {
+        let p = pool(s).await.ok_or("the pool is gone")?;
+        let available = sorted(&p["status"]["availableIPs"]);
+        let mut want: Vec<String> = released
+            .iter()
+            .filter(|a| retain || a.as_str() == reserved)
+            .map(|a| a.to_string())
+            .collect();
+        want.sort();
+        let in_cloud: Vec<&String> = released
+            .iter()
+            .filter(|a| s.cloud.floating_ip(a).is_some())
+            .copied()
+            .collect();
+        let cloud_ok = released
+            .iter()
+            .all(|a| s.cloud.floating_ip(a).is_some() == (retain || a.as_str() == reserved));
+        if available == want && cloud_ok && s.cloud.floating_ip(reserved).is_some() {
+            Ok(())
+        } else {
+            Err(format!(
+                "availableIPs {available:?} (want {want:?}); released, in the cloud: {in_cloud:?}"
+            ))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    let policy = if retain { "Retain" } else { "Delete" };
+    println!(
+        "e2e figures: {} / {policy}, 3→1: released addresses settled: {:.1} s",
+        s.name,
+        t0.elapsed().as_secs_f64()
+    );
+    s.report(&format!("{policy}, scaled 3→1")).await;
+    kept
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machine_deployment_on_a_floating_ip_pool_scales_up_and_down() {
+    let s = Scenario::start("fip-pool").await;
+    let cluster = "e2e-fip-pool";
+    bring_up(&s, cluster, "cluster-template.yaml", 1, 1).await;
+
+    // The operator reserves one address for the pool and creates it with the cluster's
+    // credentials; released addresses go back to the cloud (Delete), the reserved one stays.
+    let reserved = s
+        .cloud
+        .allocate_floating_ip()
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    let osc = cluster::infra(&s.client, &s.ns, "OpenStackCluster")
+        .get(cluster)
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let identity = serde_json::to_value(&osc).unwrap_or_default()["spec"]["identityRef"].clone();
+    s.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: OpenStackFloatingIPPool
+metadata:
+  name: {POOL}
+spec:
+  identityRef: {identity}
+  reclaimPolicy: Delete
+  preAllocatedFloatingIPs: [\"{reserved}\"]
+"
+    ))
+    .await;
+
+    // A new worker template naming the pool; the MachineDeployment rolls to it and scales to 3.
+    let (stop, watcher) = watch_pool_addresses(&s, cluster);
+    let old = cluster::infra(&s.client, &s.ns, "OpenStackMachineTemplate")
+        .get(&format!("{cluster}-md-0"))
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let mut spec = serde_json::to_value(&old).unwrap_or_default()["spec"].clone();
+    spec["template"]["spec"]["floatingIPPoolRef"] = json!({
+        "apiGroup": "infrastructure.cluster.x-k8s.io",
+        "kind": "OpenStackFloatingIPPool",
+        "name": POOL,
+    });
+    s.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1\nkind: OpenStackMachineTemplate\nmetadata:\n  name: {cluster}-md-pool\nspec: {spec}\n"
+    ))
+    .await;
+    capi(&s.client, &s.ns, "MachineDeployment")
+        .patch(
+            &format!("{cluster}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {
+                "replicas": 3,
+                "template": {"spec": {"infrastructureRef": {"name": format!("{cluster}-md-pool")}}},
+            }})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let held = workers_up(
+        &s,
+        cluster,
+        &reserved,
+        "rollout to the pool template and 1→3",
+    )
+    .await;
+    let kept = workers_down(&s, cluster, &held, &reserved, false).await;
+
+    // The operator switches the pool to Retain and scales again: released addresses now stay
+    // allocated and are handed out again.
+    pool_api(&s)
+        .patch(
+            POOL,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"reclaimPolicy": "Retain"}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    scale_workers(&s, cluster, 3).await;
+    let held = workers_up(&s, cluster, &reserved, "Retain, 1→3").await;
+    assert!(
+        held.iter().any(|a| *a == kept[0]),
+        "the remaining worker's {} changed: {held:?}",
+        kept[0]
+    );
+    let kept = workers_down(&s, cluster, &held, &reserved, true).await;
+    stop.store(true, Ordering::SeqCst);
+    let (faults, samples) = watcher.await.unwrap_or_default();
+    assert!(faults.is_empty(), "pool addresses misassigned: {faults:#?}");
+    assert!(samples > 100, "only {samples} samples of the IPAddresses");
+    println!(
+        "e2e figures: {} / IPAddresses sampled {samples} times, no address held twice",
+        s.name
+    );
+
+    // The pool is deleted while a worker still holds an address: it waits for the Cluster.
+    pool_api(&s)
+        .delete(POOL, &Default::default())
+        .await
+        .unwrap_or_else(|e| s.fail(&format!("deleting the pool: {e}")));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let p = pool(&s)
+        .await
+        .unwrap_or_else(|| s.fail("the pool went while a worker held its address"));
+    assert!(!p["metadata"]["deletionTimestamp"].is_null(), "pool: {p}");
+    assert_eq!(
+        ip_addresses(&s.client, &s.ns)
+            .await
+            .unwrap_or_default()
+            .len(),
+        1
+    );
+    assert!(
+        s.cloud.floating_ip(&kept[0]).is_some(),
+        "{} released under a worker",
+        kept[0]
+    );
+
+    cluster::delete_cluster(&s.client, &s.ns, cluster, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    cluster::poll("pool gone", UP, || async {
+        match pool(&s).await {
+            None => Ok(()),
+            Some(p) => Err(format!("pool status {}", p["status"])),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| s.fail(&e));
+    assert!(
+        s.cloud.floating_ip(&reserved).is_some(),
+        "the reserved {reserved} was released by the pool"
+    );
+    s.cloud
+        .release_floating_ip(&reserved)
+        .await
+        .unwrap_or_else(|e| s.fail(&e));
+    let left = s.cloud.leftovers();
+    assert!(
+        left.is_empty(),
+        "deleting {cluster} and the pool leaked: {left:#?}"
+    );
+    s.report("Cluster and pool deleted, cloud empty").await;
+}
