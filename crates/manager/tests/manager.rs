@@ -434,10 +434,16 @@ spec:
         assert!(Instant::now() < deadline, "capacity {got:?}, want {want}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let (_, body) = get(m.metrics, "/metrics").await.unwrap();
-    assert!(
-        body.contains("capo_controller_reconciles_total{controller=\"openstackmachinetemplate\"}"),
-        "no template reconcile metrics"
-    );
+    // The reconcile is counted when it returns, just after its status write: poll.
+    let metric = "capo_controller_reconciles_total{controller=\"openstackmachinetemplate\"}";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = get(m.metrics, "/metrics").await.unwrap();
+        if body.contains(metric) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no template reconcile metrics");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert_eq!(m.terminate().await.code(), Some(0));
 }
