@@ -23,6 +23,19 @@ pub fn webhook_enable(extensions: &OpenStackClusterExtensions) -> bool {
         .unwrap_or(extensions.cilium())
 }
 
+/// `ntp_server` by its rule: `spec.extensions.platform.ntp.server`, else the bastion's address
+/// on the cluster network (the bastion then serves time to it), else [`DEFAULT_NTP_SERVER`].
+pub fn ntp_server(
+    extensions: &OpenStackClusterExtensions,
+    bastion_fixed_ip: Option<String>,
+) -> String {
+    extensions
+        .ntp_override()
+        .map(str::to_owned)
+        .or(bastion_fixed_ip)
+        .unwrap_or_else(|| DEFAULT_NTP_SERVER.to_owned())
+}
+
 impl ClusterFacts {
     /// Facts of `cluster` and of the given machines (the caller picks them, typically every
     /// OpenStackMachine labelled with the cluster name).
@@ -68,12 +81,12 @@ impl ClusterFacts {
                 .is_some_and(|l| l.ingress.is_some()),
             ingress_vip: lbs.ingress.and_then(|v| v.vip),
             openstack: status.open_stack.unwrap_or_default(),
-            ntp_server: platform
-                .ntp
-                .and_then(|n| n.server)
-                .or_else(|| spec.ntp_override().map(str::to_owned))
-                .or_else(|| bastion_fixed_ip(cluster))
-                .or_else(|| Some(DEFAULT_NTP_SERVER.to_owned())),
+            ntp_server: Some(
+                platform
+                    .ntp
+                    .and_then(|n| n.server)
+                    .unwrap_or_else(|| ntp_server(&spec, bastion_fixed_ip(cluster))),
+            ),
             management_vip: platform
                 .management
                 .and_then(|m| m.vip)

@@ -25,7 +25,7 @@ mod test_fixtures;
 
 pub use error::{Error, Result};
 pub use facts::{BastionFacts, ClusterFacts, DEFAULT_SSH_PORT, DEFAULT_SSH_USER, HostFacts, Role};
-pub use from_api::webhook_enable;
+pub use from_api::{ntp_server, webhook_enable};
 pub use inventory::{
     BASTION_HOST, GROUP_BASTION, GROUP_ETCD, GROUP_K8S_CLUSTER, GROUP_KUBE_CONTROL_PLANE,
     GROUP_KUBE_NODE, inventory_warnings, render_inventory,

@@ -87,26 +87,41 @@ async fn network_with_origin(
     recorded: Option<&str>,
 ) -> Result<(Network, bool)> {
     let name = owner.cluster_resource_name();
+    ensure_named_network(s, owner, &name, recorded, || {
+        let mtu = spec
+            .network_mtu
+            .map(|m| {
+                u32::try_from(m)
+                    .map_err(|_| Error::InvalidSpec(format!("networkMTU {m} is invalid")))
+            })
+            .transpose()?;
+        Ok(NetworkCreate {
+            name: name.clone(),
+            description: Some(description(owner)),
+            mtu,
+            port_security_enabled: spec.disable_port_security.filter(|d| *d).map(|_| false),
+            admin_state_up: None,
+        })
+    })
+    .await
+}
+
+/// Our network `name` (recorded ID, else name + ownership; untagged is adopted), else one
+/// created from `body` (built only when needed), tagged; and whether it was created now.
+pub(crate) async fn ensure_named_network(
+    s: &Session,
+    owner: &Owner,
+    name: &str,
+    recorded: Option<&str>,
+    body: impl FnOnce() -> Result<NetworkCreate>,
+) -> Result<(Network, bool)> {
     if let Some(mut n) =
-        find_owned::<Network>(s, owner, NETWORK, recorded, ListFilter::by_name(&name)).await?
+        find_owned::<Network>(s, owner, NETWORK, recorded, ListFilter::by_name(name)).await?
     {
         n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Found).await?;
         return Ok((n, false));
     }
-    let mtu = spec
-        .network_mtu
-        .map(|m| {
-            u32::try_from(m).map_err(|_| Error::InvalidSpec(format!("networkMTU {m} is invalid")))
-        })
-        .transpose()?;
-    let body = NetworkCreate {
-        name: name.clone(),
-        description: Some(description(owner)),
-        mtu,
-        port_security_enabled: spec.disable_port_security.filter(|d| *d).map(|_| false),
-        admin_state_up: None,
-    };
-    let mut n: Network = net::create(s, NETWORK, &body)
+    let mut n: Network = net::create(s, NETWORK, &body()?)
         .await
         .ctx(|| format!("create network {name}"))?;
     n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Created).await?;

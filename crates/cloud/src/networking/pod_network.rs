@@ -21,7 +21,7 @@ use capo_openstack::network::{
 
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::{Origin, ensure_tags, find_owned};
-use crate::networking::network::{delete_with_ports, description};
+use crate::networking::network::{delete_with_ports, description, ensure_named_network};
 use crate::networking::router::attach_subnets;
 use crate::networking::security_groups::{delete_named_groups, ensure_allow_all_group};
 use crate::ownership::Owner;
@@ -60,32 +60,14 @@ pub async fn ensure_pod_network(
     recorded: Recorded<'_>,
 ) -> Result<PodNetwork> {
     let name = pod_network_name(&owner.namespace, &owner.name);
-    let (network, fresh) = match find_owned::<Network>(
-        s,
-        owner,
-        NETWORK,
-        recorded.network,
-        ListFilter::by_name(&name),
-    )
-    .await?
-    {
-        Some(mut n) => {
-            n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Found).await?;
-            (n, false)
-        }
-        None => {
-            let body = NetworkCreate {
-                name: name.clone(),
-                description: Some(description(owner)),
-                ..Default::default()
-            };
-            let mut n: Network = net::create(s, NETWORK, &body)
-                .await
-                .ctx(|| format!("create network {name}"))?;
-            n.tags = ensure_tags(s, owner, NETWORK, &n, Origin::Created).await?;
-            (n, true)
-        }
-    };
+    let (network, fresh) = ensure_named_network(s, owner, &name, recorded.network, || {
+        Ok(NetworkCreate {
+            name: name.clone(),
+            description: Some(description(owner)),
+            ..Default::default()
+        })
+    })
+    .await?;
     let subnet = ensure_subnet(s, owner, &network.id, cidr, fresh, recorded.subnet).await?;
     // A subnet made just now cannot be on the router yet: skip the router's port list.
     attach_subnets(s, router_id, std::iter::once(subnet.id.as_str()), fresh).await?;

@@ -193,22 +193,22 @@ write_files:
         public_key.trim()
     );
     if !ntp_clients.is_empty() {
-        let allow: String = ntp_clients.iter().map(|c| format!("allow {c}\n")).collect();
+        doc.push_str("packages:\n  - chrony\n");
+    }
+    doc.push_str(
+        "runcmd:
+  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
+",
+    );
+    if !ntp_clients.is_empty() {
+        let allow: String = ntp_clients
+            .iter()
+            .map(|c| format!("allow {c}\\n"))
+            .collect();
         doc.push_str(&format!(
-            "packages:
-  - chrony
-runcmd:
-  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
-  - [sh, -c, \"for f in /etc/chrony/chrony.conf /etc/chrony.conf; do [ -f $f ] && ! grep -q '^# capo ntp' $f && printf '# capo ntp: serve the cluster network\\n{allow}' >> $f; done; systemctl restart chrony || systemctl restart chronyd || true\"]
-",
-            allow = allow.replace('\n', "\\n")
+            "  - [sh, -c, \"for f in /etc/chrony/chrony.conf /etc/chrony.conf; do [ -f $f ] && ! grep -q '^# capo ntp' $f && printf '# capo ntp: serve the cluster network\\n{allow}' >> $f; done; systemctl restart chrony || systemctl restart chronyd || true\"]
+"
         ));
-    } else {
-        doc.push_str(
-            "runcmd:
-  - [sh, -c, \"systemctl reload ssh || systemctl reload sshd || true\"]
-",
-        );
     }
     doc
 }

@@ -3,8 +3,8 @@
 //! session's token already carries the project and the catalog.
 
 use capo_api::extensions::{
-    AddressStatus, CiliumStatus, DEFAULT_NTP_SERVER, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus,
-    NetworkingStatus, NtpStatus, OpenStackEndpoints, PlatformStatus, ServiceEndpoints, VipStatus,
+    AddressStatus, CiliumStatus, LOAD_BALANCER_MODE_OCTAVIA, ManagementStatus, NetworkingStatus,
+    NtpStatus, OpenStackEndpoints, PlatformStatus, ServiceEndpoints, VipStatus,
 };
 use capo_openstack::Session;
 
@@ -69,11 +69,7 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
         .and_then(|b| b.floating_ip.clone().or(b.ip.clone()));
     // The bastion serves time to the cluster network (its user data, and a UDP 123 rule on its
     // group, come with the extension when no server is named).
-    let ntp = ext_spec
-        .ntp_override()
-        .map(str::to_owned)
-        .or(bastion_fixed)
-        .unwrap_or_else(|| DEFAULT_NTP_SERVER.to_owned());
+    let ntp = capo_ansible::ntp_server(&ext_spec, bastion_fixed);
     let octavia_cp = (!scope.obj.spec.keepalived_control_plane())
         .then(|| st.api_server_load_balancer.clone())
         .flatten()
