@@ -105,6 +105,17 @@ impl Management {
             .unwrap_or(0)
     }
 
+    /// Kubernetes API requests made by its capo manager so far, by `verb resource` (its
+    /// metrics).
+    pub async fn kube_requests_by_resource(&self) -> std::collections::BTreeMap<String, u64> {
+        scrape_family(
+            &self.metrics_addr,
+            "capo_kube_api_requests_by_resource_total",
+        )
+        .await
+        .unwrap_or_default()
+    }
+
     /// The path of its capo manager's log.
     pub fn capo_log(&self) -> &Path {
         &self.capo_log
@@ -500,10 +511,10 @@ async fn install_capo_webhooks(client: &Client, port: u16, ca_pem: &str) -> Resu
     }
 }
 
-/// capo-sim's transitions take hundreds of milliseconds, so waits on progress start short (the
-/// demo's pacing; production defaults start at 5 s). A converged server is looked at again
-/// every 30 s instead of every 10 minutes (`--sync-period`), so a server deleted behind capo's
-/// back is reported within a scenario's patience.
+/// capo-sim's transitions take hundreds of milliseconds, so waits on progress start shorter
+/// (the demo's pacing; production's start at 1 s and grow to 20 s). A converged server is
+/// looked at again every 30 s instead of every 10 minutes (`--sync-period`), so a server
+/// deleted behind capo's back is reported within a scenario's patience.
 fn tune(o: &mut capo_manager::ControllerOptions) {
     o.sync_period = Duration::from_secs(30);
     o.requeue_pending = Duration::from_millis(250);
@@ -521,13 +532,43 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// The value of the unlabelled counter `name` on `http://<addr>/metrics`.
-async fn scrape_counter(addr: &str, name: &str) -> Option<u64> {
+async fn scrape(addr: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
     let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.ok()?;
     let mut body = String::new();
     s.read_to_string(&mut body).await.ok()?;
+    Some(body)
+}
+
+/// The samples of counter family `name` whose labels are `verb` and `resource`, keyed
+/// `"<verb> <resource>"`.
+async fn scrape_family(addr: &str, name: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+    let body = scrape(addr).await?;
+    let label = |labels: &str, key: &str| {
+        labels
+            .split(',')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix("=\""))
+            .map(|v| v.trim_end_matches('"').to_owned())
+            .unwrap_or_default()
+    };
+    Some(
+        body.lines()
+            .filter_map(|l| {
+                let (labels, value) = l.strip_prefix(name)?.strip_prefix('{')?.split_once("} ")?;
+                let n = value.trim().parse::<f64>().ok()? as u64;
+                Some((
+                    format!("{} {}", label(labels, "verb"), label(labels, "resource")),
+                    n,
+                ))
+            })
+            .collect(),
+    )
+}
+
+async fn scrape_counter(addr: &str, name: &str) -> Option<u64> {
+    let body = scrape(addr).await?;
     body.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse::<f64>().ok())

@@ -24,6 +24,7 @@ pub struct Scenario {
     pub name: String,
     started: Instant,
     kube_at_start: u64,
+    kube_by_resource_at_start: std::collections::BTreeMap<String, u64>,
 }
 
 /// Figures of one phase of a scenario.
@@ -50,6 +51,7 @@ impl Scenario {
             .await
             .unwrap_or_else(|e| panic!("cloud for {name}: {e}"));
         let kube_at_start = world.kube_requests().await;
+        let kube_by_resource_at_start = world.kube_requests_by_resource().await;
         Scenario {
             world,
             client,
@@ -58,6 +60,7 @@ impl Scenario {
             name: name.to_owned(),
             started: Instant::now(),
             kube_at_start,
+            kube_by_resource_at_start,
         }
     }
 
@@ -122,6 +125,27 @@ impl Scenario {
             f.openstack.0,
             f.openstack.1,
             f.kube
+        );
+        let mut by_resource: Vec<(u64, String)> = self
+            .world
+            .kube_requests_by_resource()
+            .await
+            .into_iter()
+            .filter_map(|(k, n)| {
+                let n = n - self.kube_by_resource_at_start.get(&k).copied().unwrap_or(0);
+                (n > 0).then_some((n, k))
+            })
+            .collect();
+        by_resource.sort_by(|a, b| b.cmp(a));
+        let top: Vec<String> = by_resource
+            .iter()
+            .take(12)
+            .map(|(n, k)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "e2e figures: {} / {phase}: Kubernetes API by capo, most first: {}",
+            self.name,
+            top.join(", ")
         );
         f
     }

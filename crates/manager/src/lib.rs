@@ -16,6 +16,7 @@ pub mod duration;
 pub mod error;
 pub mod flags;
 pub mod kube_rate;
+pub mod kube_requests;
 pub mod leader;
 pub mod logging;
 pub mod manager;

@@ -22,6 +22,7 @@ use crate::diagnostics::{self, Readiness};
 use crate::error::{Error, Result};
 use crate::flags::{AUTO_SCALE_FROM_ZERO, Flags};
 use crate::kube_rate::{ClientMetrics, RateLimitLayer};
+use crate::kube_requests::RequestCounter;
 use crate::leader::{self, Elector, LeaderConfig, LeaderState};
 
 /// How long shutdown waits for in-flight reconciles before giving up on them. Reconciles never
@@ -48,8 +49,10 @@ pub async fn run_with(
     let mut registry = Registry::default();
     let kube_metrics = ClientMetrics::register(&mut registry);
     let limit = RateLimitLayer::new(flags.kube_api_qps, flags.kube_api_burst, kube_metrics);
+    let by_resource = RequestCounter::register(&mut registry);
     let client = ClientBuilder::try_from(config.clone())
         .map_err(Error::kube("building the client"))?
+        .with_layer(&by_resource)
         .with_layer(&limit)
         .build();
     let version = client
