@@ -33,15 +33,15 @@ use capo_api::constants::{CLUSTER_FINALIZER, CLUSTER_NAME_LABEL, condition_types
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus, OpenStackMachine};
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, MANAGED_BY_ANNOTATION};
 use crate::context::Context;
-use crate::error::{KubeContext, Result};
+use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, watcher_config};
+use crate::runtime::{error_policy, primary_stream, spec_changes, watcher_config};
 use capo_cloud::Owner;
 
 /// Controller name in metrics and logs.
@@ -66,7 +66,7 @@ pub async fn run(
     let (reader, trigger) = primary_stream(clusters, wc.clone());
     Controller::for_stream(trigger, reader)
         .owns(servers, wc.clone())
-        .watches(capi, wc.clone(), |c: Cluster| {
+        .watches_stream(spec_changes(capi, wc.clone()), |c: Cluster| {
             let ns = c.namespace();
             c.spec
                 .infrastructure_ref
@@ -79,11 +79,13 @@ pub async fn run(
                     }
                 })
         })
-        // Machines coming, going or changing address re-render the Ansible inventory.
+        // Machines coming, going or changing address re-render the Ansible inventory, for the
+        // clusters that have one (the others do not hear of their machines: a 3+2 cluster
+        // would otherwise be reconciled some fifty times on its way up for nothing).
         .watches(machines, wc.clone(), move |m: OpenStackMachine| {
             let ns = m.namespace()?;
-            let cluster = m.labels().get(CLUSTER_NAME_LABEL)?.clone();
-            let osc = index.osc_of(&ns, &cluster).unwrap_or(cluster);
+            let cluster = m.labels().get(CLUSTER_NAME_LABEL)?;
+            let osc = index.inventory_of(&ns, cluster)?;
             Some(ObjectRef::new(&osc).within(&ns))
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
@@ -141,12 +143,12 @@ impl Reconciled for OpenStackCluster {
         }
         let cluster = owner_cluster(ctx, osc).await?;
         if cluster.is_none() && !deleting {
-            return Ok(Owners::Skip(
-                "waiting for the owner Cluster to set an owner reference",
-            ));
+            return Ok(if owner_cluster_name(osc).is_none() {
+                Owners::Skip("waiting for the owner Cluster to set an owner reference")
+            } else {
+                Owners::Wait("waiting for the owner Cluster to be seen")
+            });
         }
-        let ns = osc.namespace().unwrap_or_default();
-        ctx.index_cluster(&ns, &extensions::cluster_name(osc), &osc.name_any());
         let name = cluster
             .as_ref()
             .map(|c| c.name_any())
@@ -185,10 +187,7 @@ async fn owner_cluster(ctx: &Context, osc: &OpenStackCluster) -> Result<Option<C
         return Ok(None);
     };
     let ns = osc.namespace().unwrap_or_default();
-    Api::<Cluster>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(&name)
-        .await
-        .kctx(|| format!("get Cluster {ns}/{name}"))
+    ctx.informers.clusters.get(&ns, &name).await
 }
 
 /// Condition types this controller owns, in upstream's names.

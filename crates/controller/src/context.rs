@@ -19,8 +19,9 @@ pub const FIELD_MANAGER: &str = "capo-controller-manager";
 /// Tunables of the controllers. `Default` gives production values.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Requeue while the cloud works (Octavia PENDING_*, server BUILD, deletes in progress);
-    /// doubles while the same wait continues, up to `requeue_pending_max`.
+    /// First requeue while the cloud works (Octavia PENDING_*, server BUILD, ORC images,
+    /// IPAM claims, deletes in progress); grows by half while the same wait continues, up to
+    /// `requeue_pending_max` ([`Context::pending_delay`]).
     pub requeue_pending: Duration,
     /// Longest requeue of a continuing wait.
     pub requeue_pending_max: Duration,
@@ -57,8 +58,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            requeue_pending: Duration::from_secs(5),
-            requeue_pending_max: Duration::from_secs(30),
+            requeue_pending: Duration::from_secs(1),
+            requeue_pending_max: Duration::from_secs(20),
             sync_period: Duration::from_secs(600),
             verify_period: Duration::from_secs(3600),
             probe_interval: Duration::from_secs(60),
@@ -104,10 +105,12 @@ pub struct Context {
     pub template_lookups: crate::machine_template::Lookups,
     /// Reconcile metrics.
     pub metrics: ReconcileMetrics,
+    /// The watched stores owners and children are read from.
+    pub informers: crate::informers::Informers,
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
     pending: Mutex<HashMap<String, (String, u32)>>,
-    clusters: Mutex<HashMap<(String, String), String>>,
+    inventories: Mutex<HashMap<(String, String), String>>,
 }
 
 impl std::fmt::Debug for Context {
@@ -123,12 +126,14 @@ impl Context {
     pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
         let backoff = Backoff::new(options.backoff_min, options.backoff_max);
         let ttl = options.lookup_ttl;
+        let informers = crate::informers::Informers::new(&client, options.namespace.as_deref());
         Arc::new(Self {
             client: client.clone(),
             sessions,
             options,
             backoff,
             metrics: ReconcileMetrics::default(),
+            informers,
             recorder: Recorder::new(
                 client.clone(),
                 Reporter {
@@ -140,7 +145,7 @@ impl Context {
             template_lookups: crate::machine_template::Lookups::new(ttl),
             converged: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
-            clusters: Mutex::new(HashMap::new()),
+            inventories: Mutex::new(HashMap::new()),
         })
     }
 
@@ -214,8 +219,13 @@ impl Context {
         }
     }
 
-    /// Requeue delay for `key` waiting on `reason`: `requeue_pending`, doubling while the same
-    /// reason repeats (a slow Octavia or Nova is not polled every few seconds for minutes).
+    /// Requeue delay for `key` waiting on `reason`: the pace at which work in progress is
+    /// polled. Short at first, because most waits are short (an Octavia listener goes ACTIVE
+    /// within a second or two, a server boots in tens of seconds), then growing by half per
+    /// poll while the same wait lasts, up to `requeue_pending_max`, with ±20% jitter so objects
+    /// created together do not poll in lockstep. With the defaults (1 s, 20 s) a wait is seen
+    /// over at most half its length plus a second late, and costs about eight polls in its first
+    /// minute and three per minute after that. A different reason starts the pace again.
     pub fn pending_delay(&self, key: &str, reason: &str) -> Duration {
         let n = self
             .pending
@@ -232,27 +242,24 @@ impl Context {
                 e.1
             })
             .unwrap_or(1);
-        self.options
-            .requeue_pending
-            .saturating_mul(1u32 << n.saturating_sub(1).min(16))
-            .min(
-                self.options
-                    .requeue_pending_max
-                    .max(self.options.requeue_pending),
-            )
+        let first = self.options.requeue_pending;
+        let max = self.options.requeue_pending_max.max(first);
+        capo_openstack::retry::geometric_delay(first, max, n, 1.5, 0.8..=1.2)
     }
 
-    /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc` (so machine
-    /// events, which carry only the cluster's name, reach the right OpenStackCluster).
-    pub fn index_cluster(&self, namespace: &str, cluster: &str, osc: &str) {
-        if let Ok(mut m) = self.clusters.lock() {
+    /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc`, which renders
+    /// an Ansible inventory of its machines (so machine events, which carry only the cluster's
+    /// name, reach it).
+    pub fn index_inventory(&self, namespace: &str, cluster: &str, osc: &str) {
+        if let Ok(mut m) = self.inventories.lock() {
             m.insert((namespace.to_owned(), cluster.to_owned()), osc.to_owned());
         }
     }
 
-    /// The OpenStackCluster of Cluster `cluster` in `namespace`, if a reconcile saw it.
-    pub fn osc_of(&self, namespace: &str, cluster: &str) -> Option<String> {
-        self.clusters
+    /// The OpenStackCluster of Cluster `cluster` in `namespace` that renders an inventory, if a
+    /// reconcile saw it.
+    pub fn inventory_of(&self, namespace: &str, cluster: &str) -> Option<String> {
+        self.inventories
             .lock()
             .ok()
             .and_then(|m| m.get(&(namespace.to_owned(), cluster.to_owned())).cloned())

@@ -9,6 +9,7 @@
 //!   from its flavor and image, for the cluster autoscaler (AutoScaleFromZero gate).
 //!
 //! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
+//! [`informers`] (the watched stores owners and children are read from),
 //! [`credentials`] (identityRef → session), [`conditions`], [`status`] (server-side apply of
 //! status), [`runtime`] (error policy, instrumentation, watch filter), [`capi`] (the Cluster API
 //! objects read), [`server_spec`] (machine spec → server spec).
@@ -17,9 +18,12 @@
 //! The reconcile of every kind runs through [`lifecycle`], which documents them once: owners,
 //! pause, finalizer before any cloud call, status written on change, failures reported by one
 //! mapping, and the object's own status writes never waking it. Besides:
-//! - A worker never waits on OpenStack: work in progress is a requeue after
-//!   [`context::Options::requeue_pending`]; failures requeue with per-object backoff (the
+//! - A worker never waits on OpenStack: work in progress is a requeue at the progress pace
+//!   ([`context::Context::pending_delay`]: short first, growing, bounded, jittered); failures
+//!   requeue with per-object backoff (the
 //!   cloud's Retry-After wins; capacity problems and spec errors retry slowly, never stop).
+//! - Owners and children are read from the manager's watched stores ([`informers`]), never
+//!   with a GET per reconcile; Secrets are read live.
 //! - Every ID is written to status right after the step that created it; a crash at any point
 //!   is healed by the next reconcile, which finds what exists by recorded ID, then by
 //!   deterministic name + ownership tag (see `capo_cloud`).
@@ -35,6 +39,7 @@ pub mod context;
 pub mod credentials;
 pub mod error;
 pub mod fingerprint;
+pub mod informers;
 pub mod ipam;
 pub mod lifecycle;
 pub mod machine;

@@ -5,8 +5,10 @@
 //! everything else is here, once:
 //!
 //! 1. **Owners.** [`Reconciled::owners`] reads what the object hangs off (Cluster API Cluster,
-//!    Machine, OpenStackCluster). Until the owner reference is set nothing happens, as upstream;
-//!    an object being deleted proceeds without its owners.
+//!    Machine, OpenStackCluster) from the manager's stores ([`crate::informers`]). Until the
+//!    owner reference is set nothing happens, as upstream; an owner referenced but not in the
+//!    store yet is looked for again at the progress pace; an object being deleted proceeds
+//!    without its owners.
 //! 2. **Pause.** A paused object (its Cluster's `spec.paused`, or the `cluster.x-k8s.io/paused`
 //!    annotation on itself) gets no cloud call and no write except its `Paused` condition
 //!    (v1beta2 contract). Resuming writes `Paused=False` and carries it into the same reconcile,
@@ -21,7 +23,8 @@
 //!    a failure is reported on the condition of the step under way and on `Ready`, written,
 //!    and published as a Warning event ([`Scope::fail`]).
 //! 5. **Events in.** The object's own watch passes on only changes that can change the desired
-//!    state (generation, labels, annotations, finalizers: [`runtime::primary_stream`]), so the
+//!    state (generation, labels, annotations, finalizers, owner references:
+//!    [`runtime::primary_stream`]), so the
 //!    status writes of a reconcile never wake it again; retries are the requeue it returned or
 //!    the error policy's backoff ([`runtime::error_policy`]).
 
@@ -53,6 +56,9 @@ pub enum Owners<O> {
     /// Nothing to do until the object changes (owner reference not set yet, or the object is
     /// managed by someone else); the text is logged.
     Skip(&'static str),
+    /// The owner reference is set but the owner is not in the manager's store yet (it can be
+    /// one event behind): look again at the progress pace; the text is logged.
+    Wait(&'static str),
 }
 
 /// A kind reconciled through the [`lifecycle`](self).
@@ -157,6 +163,12 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
             let ns = obj.namespace().unwrap_or_default();
             tracing::debug!(controller = K::CONTROLLER, namespace = %ns, name = %obj.name_any(), "{why}");
             return Ok(Action::await_change());
+        }
+        Owners::Wait(why) => {
+            let ns = obj.namespace().unwrap_or_default();
+            tracing::debug!(controller = K::CONTROLLER, namespace = %ns, name = %obj.name_any(), "{why}");
+            let key = obj.meta().uid.clone().unwrap_or_default();
+            return Ok(Action::requeue(ctx.pending_delay(&key, "Owners")));
         }
     };
     let paused = K::paused(&owners) || has_paused_annotation(&*obj);

@@ -39,16 +39,16 @@ use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, MACHINE_FINAL
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine, OpenStackMachineStatus};
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Api, ResourceExt};
 
 use crate::capi::{CAPI_GROUP, Cluster, Machine};
 use crate::conditions::State;
 use crate::context::Context;
-use crate::error::{KubeContext, Result};
+use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, watcher_config};
+use crate::runtime::{error_policy, primary_stream, spec_changes, watcher_config};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachine";
@@ -66,7 +66,7 @@ pub async fn run(
     let (store, trigger) = primary_stream(machines, wc.clone());
     Controller::for_stream(trigger, store.clone())
         .owns(servers, wc.clone())
-        .watches(capi, wc.clone(), |m: Machine| {
+        .watches_stream(spec_changes(capi, wc.clone()), |m: Machine| {
             let ns = m.namespace();
             m.spec
                 .infrastructure_ref
@@ -147,9 +147,11 @@ impl Reconciled for OpenStackMachine {
         let ns = osm.namespace().unwrap_or_default();
         let machine = owner_machine(ctx, osm).await?;
         if machine.is_none() && !deleting {
-            return Ok(Owners::Skip(
-                "waiting for the owner Machine to set an owner reference",
-            ));
+            return Ok(if owner_machine_name(osm).is_none() {
+                Owners::Skip("waiting for the owner Machine to set an owner reference")
+            } else {
+                Owners::Wait("waiting for the owner Machine to be seen")
+            });
         }
         let cluster_name = osm
             .labels()
@@ -157,14 +159,17 @@ impl Reconciled for OpenStackMachine {
             .cloned()
             .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
             .unwrap_or_default();
-        let cluster = get_opt::<Cluster>(ctx, &ns, &cluster_name).await?;
+        let cluster = ctx.informers.clusters.get(&ns, &cluster_name).await?;
         let osc_name = cluster
             .as_ref()
             .and_then(|c| c.spec.infrastructure_ref.as_ref())
             .filter(|r| r.kind == "OpenStackCluster")
             .map(|r| r.name.clone());
         let osc = match &osc_name {
-            Some(n) => get_opt::<OpenStackCluster>(ctx, &ns, n)
+            Some(n) => ctx
+                .informers
+                .openstack_clusters
+                .get(&ns, n)
                 .await?
                 .map(|o| crate::ansible_driven::with_defaults(o, cluster.as_ref())),
             None => None,
@@ -242,42 +247,32 @@ impl Reconciled for OpenStackMachine {
     }
 }
 
-/// Record a wait on InstanceReady and Ready; the watches (Machine, OpenStackCluster) wake the
-/// machine when it is over.
+/// Record a wait on InstanceReady and Ready. The watches (Machine, OpenStackCluster) wake the
+/// machine when it is over; the owners were read from the manager's stores, which may be one
+/// event behind the watch that woke it, so it also looks again at the progress pace (a look
+/// costs no request while nothing changed).
 async fn wait(scope: &mut Scope<'_>, reason: &str, message: &str) -> Result<Action> {
     scope.set(INSTANCE_READY, State::info(reason, message));
     scope.set(READY, State::info(reason, message));
     scope.flush().await?;
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(Action::requeue(
+        scope.ctx.pending_delay(&scope.key(), reason),
+    ))
+}
+
+/// The name of the owner Machine, if the owner reference is set.
+fn owner_machine_name(osm: &OpenStackMachine) -> Option<String> {
+    osm.owner_references()
+        .iter()
+        .find(|r| r.kind == "Machine" && r.api_version.starts_with(&format!("{CAPI_GROUP}/")))
+        .map(|r| r.name.clone())
 }
 
 /// The owner Machine, if the owner reference is set and the Machine exists.
 async fn owner_machine(ctx: &Context, osm: &OpenStackMachine) -> Result<Option<Machine>> {
-    let Some(name) = osm
-        .owner_references()
-        .iter()
-        .find(|r| r.kind == "Machine" && r.api_version.starts_with(&format!("{CAPI_GROUP}/")))
-        .map(|r| r.name.clone())
-    else {
+    let Some(name) = owner_machine_name(osm) else {
         return Ok(None);
     };
     let ns = osm.namespace().unwrap_or_default();
-    get_opt::<Machine>(ctx, &ns, &name).await
-}
-
-/// Object `name` of kind `K` in `ns`, if it exists (`None` for an empty name).
-pub(crate) async fn get_opt<K>(ctx: &Context, ns: &str, name: &str) -> Result<Option<K>>
-where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    if name.is_empty() {
-        return Ok(None);
-    }
-    Api::<K>::namespaced(ctx.client.clone(), ns)
-        .get_opt(name)
-        .await
-        .kctx(|| format!("get {} {ns}/{name}", K::kind(&())))
+    ctx.informers.machines.get(&ns, &name).await
 }

@@ -53,7 +53,6 @@ use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::machine::get_opt;
 use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
 use crate::server::LookupCache;
 
@@ -140,8 +139,8 @@ impl Reconciled for OpenStackMachineTemplate {
                 "no owner Cluster (not yet set, or a ClusterClass template)",
             ));
         };
-        let Some(cluster) = get_opt::<Cluster>(ctx, &ns, name).await? else {
-            return Ok(Owners::Skip("the owner Cluster does not exist"));
+        let Some(cluster) = ctx.informers.clusters.get(&ns, name).await? else {
+            return Ok(Owners::Wait("the owner Cluster is not seen yet"));
         };
         let osc_name = cluster
             .spec
@@ -150,7 +149,7 @@ impl Reconciled for OpenStackMachineTemplate {
             .filter(|r| r.kind == "OpenStackCluster")
             .map(|r| r.name.clone())
             .unwrap_or_default();
-        let osc = get_opt::<OpenStackCluster>(ctx, &ns, &osc_name).await?;
+        let osc = ctx.informers.openstack_clusters.get(&ns, &osc_name).await?;
         Ok(Owners::Found(TemplateOwners { cluster, osc }))
     }
 

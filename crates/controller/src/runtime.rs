@@ -169,7 +169,8 @@ pub fn is_deleting<K: Resource>(obj: &K) -> bool {
 
 /// The trigger stream and cache of a controller's primary kind, filtered so that only changes
 /// that can change the desired state start a reconcile: generation (spec, and the deletion
-/// marking), labels, annotations (pause, strict mode) and finalizers. The controllers' own
+/// marking), labels, annotations (pause, strict mode), finalizers and owner references (Cluster
+/// API sets them after creating the object, and nothing happens before). The controllers' own
 /// status writes do not come back as reconciles (upstream reconciles again after each of its
 /// status patches).
 pub fn primary_stream<K>(
@@ -193,13 +194,25 @@ where
     let pred = predicates::generation
         .combine(predicates::labels)
         .combine(predicates::annotations)
-        .combine(predicates::finalizers);
+        .combine(predicates::finalizers)
+        .combine(owner_references::<K>);
     let stream = kube::runtime::watcher(api, wc)
         .default_backoff()
         .reflect(writer)
         .applied_objects()
         .predicate_filter(pred, Default::default());
     (reader, stream)
+}
+
+/// A hash of `obj`'s owner references (a predicate: changes when one is added or removed).
+fn owner_references<K: Resource>(obj: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for r in obj.owner_references() {
+        r.uid.hash(&mut h);
+        r.controller.hash(&mut h);
+    }
+    Some(h.finish())
 }
 
 /// Cluster API Clusters, passed on only when first seen and when `spec.paused` flips: a paused
@@ -220,4 +233,31 @@ pub fn cluster_pause_changes(
             |c: &Cluster| Some(u64::from(c.is_paused())),
             Default::default(),
         )
+}
+
+/// A watch of `api` passing objects on when first seen and when their spec (generation),
+/// labels or annotations change: for related kinds whose status does not matter to the
+/// controller (Cluster API writes the status of its Clusters and Machines many times on their
+/// way up; each write used to wake their OpenStack objects for nothing).
+pub fn spec_changes<K>(
+    api: kube::Api<K>,
+    wc: watcher::Config,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    use kube::runtime::{Predicate, WatchStreamExt, predicates};
+    let pred = predicates::generation
+        .combine(predicates::labels)
+        .combine(predicates::annotations);
+    kube::runtime::watcher(api, wc)
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(pred, Default::default())
 }

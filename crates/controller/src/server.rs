@@ -10,8 +10,8 @@
 //!   server ID to `status.instanceID` right after the create returns; resources are adopted
 //!   by recorded ID, else by name + ownership (`capo_cloud::instance`), so a lost reply or a
 //!   crash never duplicates anything.
-//! - Nothing waits in-line: BUILD, volumes `creating` and deletes in progress requeue after
-//!   [`crate::Options::requeue_pending`].
+//! - Nothing waits in-line: BUILD, volumes `creating` and deletes in progress requeue at the
+//!   progress pace ([`crate::Context::pending_delay`]).
 //! - A server in ERROR (NoValidHost, quota) is reported with Nova's fault in InstanceReady and
 //!   Ready, deleted (ports and volumes are kept for the retry) and retried after
 //!   [`crate::Options::slow_retry`], never frozen.
@@ -43,8 +43,8 @@ use capo_api::constants::{CLUSTER_NAME_LABEL, SERVER_FINALIZER};
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_cloud::instance::ServerOwner;
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::{Api, ResourceExt};
 
 pub use cache::LookupCache;
 pub(crate) use resolve::orc_image_id;
@@ -52,7 +52,7 @@ pub(crate) use resolve::orc_image_id;
 use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::context::Context;
-use crate::error::{KubeContext, Result};
+use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
 use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
 
@@ -163,9 +163,6 @@ async fn cluster_paused(ctx: &Context, oss: &OpenStackServer) -> Result<bool> {
         return Ok(false);
     };
     let ns = oss.namespace().unwrap_or_default();
-    let cluster = Api::<Cluster>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(name)
-        .await
-        .kctx(|| format!("get Cluster {ns}/{name}"))?;
+    let cluster = ctx.informers.clusters.get(&ns, name).await?;
     Ok(cluster.is_some_and(|c| c.is_paused()))
 }

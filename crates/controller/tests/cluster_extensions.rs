@@ -870,8 +870,11 @@ async fn ntp_server_is_the_override_else_the_bastion_else_the_default() {
     .await;
     h.create_cluster("n2", &common::open_spec("10.5.0.0/24", ext))
         .await;
+    // Polled from the first status write on, before the extensions are in it.
     let ntp = |o: &OpenStackCluster| {
-        ext_status(o)
+        o.status
+            .as_ref()
+            .and_then(|s| s.extensions.clone())?
             .platform
             .and_then(|p| p.ntp)
             .and_then(|n| n.server)

@@ -49,9 +49,24 @@ pub fn exponential_backoff(
     attempt: u32,
     jitter: RangeInclusive<f64>,
 ) -> Duration {
-    // The shift is capped to stay in range; by 2^20 steps any realistic `base` exceeds `max`.
-    let step = base
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
+    geometric_delay(base, max, attempt, 2.0, jitter)
+}
+
+/// The delay before poll or retry number `attempt` (from 1): `base` times `factor` per earlier
+/// one, up to `max`, times a random factor from `jitter`, never above `max`.
+pub fn geometric_delay(
+    base: Duration,
+    max: Duration,
+    attempt: u32,
+    factor: f64,
+    jitter: RangeInclusive<f64>,
+) -> Duration {
+    // The exponent is capped to stay finite; by 64 steps of any factor worth using, a
+    // realistic `base` exceeds `max`.
+    let exponent = attempt.saturating_sub(1).min(64);
+    let growth = factor.max(1.0).powi(i32::try_from(exponent).unwrap_or(64));
+    let step = Duration::try_from_secs_f64(base.as_secs_f64() * growth)
+        .unwrap_or(max)
         .min(max);
     step.mul_f64(rand::rng().random_range(jitter)).min(max)
 }

@@ -52,10 +52,12 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     let api: Api<OpenStackServer> =
         Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let name = bastion_server_name(&scope.owner.name);
-    let existing = api
-        .get_opt(&name)
-        .await
-        .kctx(|| format!("get OpenStackServer {name}"))?;
+    let existing = scope
+        .ctx
+        .informers
+        .openstack_servers
+        .get(&scope.owner.namespace, &name)
+        .await?;
     let bastion = scope.obj.spec.bastion.clone();
     let Some(b) = bastion.filter(|b| enabled(Some(b))) else {
         return remove_bastion(scope, s, &api, existing).await;
@@ -235,9 +237,16 @@ pub(super) async fn remove_bastion(
 ) -> Result<Progress> {
     if let Some(server) = existing {
         if server.metadata.deletion_timestamp.is_none() {
-            api.delete(&server.name_any(), &DeleteParams::background())
+            match api
+                .delete(&server.name_any(), &DeleteParams::background())
                 .await
-                .kctx(|| format!("delete OpenStackServer {}", server.name_any()))?;
+            {
+                // Read from the store, which can be one event behind: already gone.
+                Err(kube::Error::Api(ae)) if ae.code == 404 => {}
+                other => {
+                    other.kctx(|| format!("delete OpenStackServer {}", server.name_any()))?;
+                }
+            }
         }
         return Ok(Progress::Waiting(
             "waiting for the bastion server to be deleted".into(),

@@ -132,6 +132,11 @@ pub(super) async fn reconcile_status(
     if spec(scope.obj).is_none() {
         return Ok(());
     }
+    scope.ctx.index_inventory(
+        &scope.owner.namespace,
+        &cluster_name(scope.obj),
+        &scope.owner.name,
+    );
     vars::fill_status(scope, s).await?;
     ansible::reconcile_secret(scope).await?;
     pod_network::report(scope, pod_cidr);

@@ -23,7 +23,7 @@ use super::steady::fingerprint;
 use crate::capi::Machine;
 use crate::conditions::{self, State};
 use crate::credentials::session_for;
-use crate::error::{Error, KubeContext, Result};
+use crate::error::{Error, Result};
 use crate::server_spec::{Derivation, server_spec};
 
 /// Reason while the server is being made.
@@ -41,10 +41,12 @@ pub(super) struct Inputs<'a> {
 /// infrastructure ready, bootstrap data present).
 pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
-    let oss = servers
-        .get_opt(&scope.name)
-        .await
-        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
+    let oss = scope
+        .ctx
+        .informers
+        .openstack_servers
+        .get(&scope.namespace, &scope.name)
+        .await?;
     let key = scope.key();
     let fp = fingerprint(scope.obj, oss.as_ref(), inp)?;
     if scope.status.ready == Some(true)
@@ -64,20 +66,28 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             );
             scope.set(READY, s);
             scope.flush().await?;
-            return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+            return Ok(Action::requeue(
+                scope.ctx.pending_delay(&key, "KeepalivedVIP"),
+            ));
         }
         create_server(scope, inp, &servers).await?;
         let s = State::info(INSTANCE_NOT_READY, "server requested");
         scope.set(INSTANCE_READY, s.clone());
         scope.set(READY, s);
         scope.flush().await?;
-        return Ok(Action::requeue(scope.ctx.options.sync_period));
+        // The server's status changes wake this machine (owned object); the pace covers a
+        // store one event behind that watch (see `crate::informers`).
+        return Ok(Action::requeue(
+            scope.ctx.pending_delay(&key, INSTANCE_NOT_READY),
+        ));
     };
     if oss.metadata.deletion_timestamp.is_some() {
         let s = State::info(INSTANCE_NOT_READY, "the previous server is being deleted");
         scope.set(READY, s);
         scope.flush().await?;
-        return Ok(Action::requeue(scope.ctx.options.requeue_pending));
+        return Ok(Action::requeue(
+            scope.ctx.pending_delay(&key, "PreviousServerDeleting"),
+        ));
     }
     let st = oss.status.clone().unwrap_or_default();
     copy_server_status(scope, &st);
@@ -101,8 +111,11 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             .unwrap_or_else(|| State::info(INSTANCE_NOT_READY, "waiting for the server"));
         scope.set(READY, state);
         scope.flush().await?;
-        // The OpenStackServer's status changes wake this machine up (owned object).
-        return Ok(Action::requeue(scope.ctx.options.sync_period));
+        // The OpenStackServer's status changes wake this machine up (owned object); the pace
+        // covers a store one event behind that watch.
+        return Ok(Action::requeue(
+            scope.ctx.pending_delay(&key, INSTANCE_NOT_READY),
+        ));
     }
     if inp.control_plane || ingress::mode(inp.osc, false) != ingress::Mode::None {
         scope.step = ingress::condition(inp.control_plane);

@@ -26,10 +26,12 @@ pub(super) async fn cleanup(
     control_plane: bool,
 ) -> Result<Progress> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
-    let oss = servers
-        .get_opt(&scope.name)
-        .await
-        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
+    let oss = scope
+        .ctx
+        .informers
+        .openstack_servers
+        .get(&scope.namespace, &scope.name)
+        .await?;
     let cond = ingress::condition(control_plane);
     let removed = conditions::get(&scope.status.conditions, cond)
         .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));

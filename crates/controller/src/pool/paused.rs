@@ -6,12 +6,11 @@
 use std::collections::BTreeSet;
 
 use capo_api::constants::CLUSTER_NAME_LABEL;
+use kube::ResourceExt;
 use kube::api::DynamicObject;
-use kube::{Api, ResourceExt};
 
 use super::Scope;
-use crate::capi::Cluster;
-use crate::error::{KubeContext, Result};
+use crate::error::Result;
 use crate::runtime::has_paused_annotation;
 
 /// The paused Clusters among those the pool's claims and addresses belong to.
@@ -29,19 +28,20 @@ fn cluster_of(obj: &DynamicObject) -> Option<&str> {
 }
 
 impl Paused {
-    /// Read the Clusters `objects` belong to (one GET per distinct Cluster).
+    /// Read the Clusters `objects` belong to (from the manager's store of Clusters).
     pub async fn read<'a>(
         scope: &Scope<'_>,
         objects: impl Iterator<Item = &'a DynamicObject>,
     ) -> Result<Self> {
         let names: BTreeSet<&str> = objects.filter_map(cluster_of).collect();
-        let api: Api<Cluster> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
         let mut clusters = BTreeSet::new();
         for name in names {
-            let cluster = api
-                .get_opt(name)
-                .await
-                .kctx(|| format!("get Cluster {}/{name}", scope.namespace))?;
+            let cluster = scope
+                .ctx
+                .informers
+                .clusters
+                .get(&scope.namespace, name)
+                .await?;
             if cluster.is_some_and(|c| c.is_paused()) {
                 clusters.insert(name.to_owned());
             }

@@ -13,8 +13,7 @@ use capo_api::names::ansible_secret_name;
 use capo_api::v1beta1::OpenStackMachine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::ListParams;
-use kube::{Api, ResourceExt};
+use kube::Api;
 
 use super::super::Scope;
 use super::{EXTENSIONS_READY, cluster_name};
@@ -24,16 +23,13 @@ use crate::error::{Error, KubeContext, Result};
 /// The cluster's OpenStackMachines (by the cluster-name label), sorted by name.
 async fn machines(scope: &Scope<'_>) -> Result<Vec<OpenStackMachine>> {
     let cluster = cluster_name(scope.obj);
-    let api: Api<OpenStackMachine> =
-        Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
-    let lp = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}"));
-    let mut list = api
-        .list(&lp)
-        .await
-        .kctx(|| format!("list OpenStackMachines of cluster {cluster}"))?
-        .items;
-    list.sort_by_key(|m| m.name_any());
-    Ok(list)
+    let list = scope
+        .ctx
+        .informers
+        .openstack_machines
+        .list_labelled(&scope.owner.namespace, CLUSTER_NAME_LABEL, &cluster)
+        .await?;
+    Ok(list.iter().map(|m| (**m).clone()).collect())
 }
 
 /// Render and write the Secret when its content changed; set ExtensionsReady.
