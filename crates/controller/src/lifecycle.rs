@@ -304,14 +304,20 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     }
 
     /// Report a step under way on `condition` (and on Ready while the object was never
-    /// provisioned) and requeue at the pending pace, backing off while the same wait lasts.
+    /// provisioned) and requeue at the progress pace, slowing while the same wait lasts. The
+    /// wait is told apart by its text, which names the resource and its state: the next stage
+    /// of a chain (the load balancer ACTIVE, then its listener, pool, monitor) starts short
+    /// again.
     pub async fn waiting(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
+        let delay = self
+            .ctx
+            .pending_delay(&self.key(), &format!("{reason}: {why}"));
         self.set(condition, State::info(reason, why.clone()));
         if !K::provisioned(&self.status) {
             self.set(condition_types::READY, State::info(reason, why));
         }
         self.flush().await?;
-        Ok(Action::requeue(self.ctx.pending_delay(&self.key(), reason)))
+        Ok(Action::requeue(delay))
     }
 
     /// Report a failure only the operator can fix (a load balancer in ERROR) as errors on
