@@ -109,7 +109,7 @@ pub struct Context {
     pub informers: crate::informers::Informers,
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
-    pending: Mutex<HashMap<String, (String, u32)>>,
+    pace: crate::pace::Pace,
     inventories: Mutex<HashMap<(String, String), String>>,
 }
 
@@ -144,7 +144,7 @@ impl Context {
             lookups: crate::server::LookupCache::new(ttl),
             template_lookups: crate::machine_template::Lookups::new(ttl),
             converged: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
+            pace: crate::pace::Pace::default(),
             inventories: Mutex::new(HashMap::new()),
         })
     }
@@ -213,38 +213,29 @@ impl Context {
                 },
             );
         }
-        // A converged object waits on nothing: its next wait starts at the pending pace.
-        if let Ok(mut m) = self.pending.lock() {
-            m.remove(key);
-        }
+        // A converged object waits on nothing: its wait ended now.
+        self.pace.done(key);
     }
 
-    /// Requeue delay for `key` waiting on `reason`: the pace at which work in progress is
-    /// polled. Short at first, because most waits are short (an Octavia listener goes ACTIVE
-    /// within a second or two, a server boots in tens of seconds), then growing by half per
-    /// poll while the same wait lasts, up to `requeue_pending_max`, with ±20% jitter so objects
-    /// created together do not poll in lockstep. With the defaults (1 s, 20 s) a wait is seen
-    /// over at most half its length plus a second late, and costs about eight polls in its first
-    /// minute and three per minute after that. A different reason starts the pace again.
+    /// Requeue delay for `key` waiting on `reason` ([`crate::pace`]): short first
+    /// (`requeue_pending`), growing by half while the same wait lasts, up to
+    /// `requeue_pending_max`, jittered; once waits of this reason have been seen to end, from
+    /// their typical length. A different reason starts the pace again.
     pub fn pending_delay(&self, key: &str, reason: &str) -> Duration {
-        let n = self
-            .pending
-            .lock()
-            .map(|mut m| {
-                let e = m
-                    .entry(key.to_owned())
-                    .or_insert_with(|| (reason.to_owned(), 0));
-                if e.0 == reason {
-                    e.1 = e.1.saturating_add(1);
-                } else {
-                    *e = (reason.to_owned(), 1);
-                }
-                e.1
-            })
-            .unwrap_or(1);
-        let first = self.options.requeue_pending;
-        let max = self.options.requeue_pending_max.max(first);
-        capo_openstack::retry::geometric_delay(first, max, n, 1.5, 0.8..=1.2)
+        self.paced(key, reason, reason)
+    }
+
+    /// [`Context::pending_delay`] for a wait told apart by `text` (the resource and its
+    /// state), of kind `kind` (no names: the controller and reason), which learns from the
+    /// kind's earlier waits.
+    pub fn paced(&self, key: &str, kind: &str, text: &str) -> Duration {
+        self.pace.delay(
+            key,
+            kind,
+            text,
+            self.options.requeue_pending,
+            self.options.requeue_pending_max,
+        )
     }
 
     /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc`, which renders
@@ -270,8 +261,6 @@ impl Context {
         if let Ok(mut m) = self.converged.lock() {
             m.remove(key);
         }
-        if let Ok(mut m) = self.pending.lock() {
-            m.remove(key);
-        }
+        self.pace.forget(key);
     }
 }

@@ -45,6 +45,7 @@ pub mod lifecycle;
 pub mod machine;
 pub mod machine_template;
 pub mod metrics;
+pub mod pace;
 pub mod pool;
 pub mod runtime;
 pub mod server;

@@ -309,9 +309,11 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// of a chain (the load balancer ACTIVE, then its listener, pool, monitor) starts short
     /// again.
     pub async fn waiting(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
-        let delay = self
-            .ctx
-            .pending_delay(&self.key(), &format!("{reason}: {why}"));
+        let delay = self.ctx.paced(
+            &self.key(),
+            &format!("{}/{reason}", K::CONTROLLER),
+            &format!("{reason}: {why}"),
+        );
         self.set(condition, State::info(reason, why.clone()));
         if !K::provisioned(&self.status) {
             self.set(condition_types::READY, State::info(reason, why));

@@ -1,0 +1,216 @@
+//! The pace at which work the cloud does by itself is looked at again (an Octavia object
+//! `PENDING_*`, a server in `BUILD`, a volume `creating`, anything being deleted), learnt from
+//! how long such waits have been taking.
+//!
+//! A wait is one object waiting on one thing (told apart by its text, which names the resource
+//! and its state) and belongs to a kind (the controller and condition reason, no names: "servers
+//! building", "load balancers provisioning"). Until a kind's waits have been seen to end, a wait
+//! is polled after `first`, then after half as long again each time, up to `max`: short first
+//! because most waits are short, bounded so a long one is seen at most `max` late. Once waits
+//! of a kind have ended, their typical length `T` (a moving average) is known: the first poll
+//! comes at 0.8 × `T`, then every 0.1 × `T` growing by half. A cloud whose servers take 10 s
+//! to build thus gets three polls per build, the last within a second of the build ending,
+//! where a fixed ladder would have needed five and been three seconds late. Every delay is
+//! jittered so objects created together do not poll in lockstep.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use capo_openstack::retry::geometric_delay;
+
+/// Weight of the newest observation in a kind's typical length.
+const LEARNING_RATE: f64 = 0.3;
+
+/// The first poll of a learnt wait never comes later than this many `max`s (a kind whose
+/// waits took minutes still gets looked at within a few).
+const LEARNT_FIRST_POLL_CAP: u32 = 2;
+
+/// One object's current wait.
+#[derive(Debug)]
+struct Wait {
+    /// What it waits on (stage text).
+    text: String,
+    /// Its kind (no names).
+    kind: String,
+    /// Polls so far.
+    polls: u32,
+    /// When the wait started.
+    since: Instant,
+}
+
+/// Current waits per object key and typical lengths per kind.
+#[derive(Debug, Default)]
+pub struct Pace {
+    waits: Mutex<HashMap<String, Wait>>,
+    typical: Mutex<HashMap<String, Duration>>,
+}
+
+impl Pace {
+    /// The delay before looking again at object `key`, which waits on `text` (a wait of
+    /// `kind`). A new `text` ends the object's previous wait, whose length is learnt.
+    pub fn delay(
+        &self,
+        key: &str,
+        kind: &str,
+        text: &str,
+        first: Duration,
+        max: Duration,
+    ) -> Duration {
+        let max = max.max(first);
+        let (polls, kind_typical) = {
+            let Ok(mut waits) = self.waits.lock() else {
+                return first;
+            };
+            let ended = match waits.get_mut(key) {
+                Some(w) if w.text == text => {
+                    w.polls = w.polls.saturating_add(1);
+                    None
+                }
+                _ => waits
+                    .insert(
+                        key.to_owned(),
+                        Wait {
+                            text: text.to_owned(),
+                            kind: kind.to_owned(),
+                            polls: 1,
+                            since: Instant::now(),
+                        },
+                    )
+                    .map(|w| (w.kind, w.since.elapsed())),
+            };
+            if let Some((kind, length)) = ended {
+                self.learn(&kind, length);
+            }
+            let polls = waits.get(key).map_or(1, |w| w.polls);
+            (polls, self.typical(kind))
+        };
+        match kind_typical {
+            None => geometric_delay(first, max, polls, 1.5, 0.8..=1.2),
+            Some(t) if polls == 1 => {
+                let cap = max.saturating_mul(LEARNT_FIRST_POLL_CAP);
+                let jump = t.mul_f64(0.8).clamp(first, cap);
+                geometric_delay(jump, jump.mul_f64(1.1), 1, 1.0, 0.9..=1.1)
+            }
+            Some(t) => {
+                let step = t.mul_f64(0.1).clamp(first.min(max), max);
+                geometric_delay(step, max, polls - 1, 1.5, 0.8..=1.2)
+            }
+        }
+    }
+
+    /// Object `key` waits on nothing any more (it converged): its wait ended now.
+    pub fn done(&self, key: &str) {
+        let ended = self
+            .waits
+            .lock()
+            .ok()
+            .and_then(|mut w| w.remove(key))
+            .map(|w| (w.kind, w.since.elapsed()));
+        if let Some((kind, length)) = ended {
+            self.learn(&kind, length);
+        }
+    }
+
+    /// Object `key` is gone or starts over (spec changed): its wait is dropped, not learnt.
+    pub fn forget(&self, key: &str) {
+        if let Ok(mut w) = self.waits.lock() {
+            w.remove(key);
+        }
+    }
+
+    /// The typical length of waits of `kind`, once one was seen to end.
+    pub fn typical(&self, kind: &str) -> Option<Duration> {
+        self.typical.lock().ok()?.get(kind).copied()
+    }
+
+    fn learn(&self, kind: &str, length: Duration) {
+        if let Ok(mut t) = self.typical.lock() {
+            let v = t.get(kind).map_or(length, |old| {
+                old.mul_f64(1.0 - LEARNING_RATE) + length.mul_f64(LEARNING_RATE)
+            });
+            t.insert(kind.to_owned(), v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIRST: Duration = Duration::from_secs(1);
+    const MAX: Duration = Duration::from_secs(20);
+
+    #[test]
+    fn unknown_kinds_start_short_and_grow_to_max() {
+        let p = Pace::default();
+        let d: Vec<Duration> = (0..12)
+            .map(|_| p.delay("a", "k", "w", FIRST, MAX))
+            .collect();
+        assert!(
+            d[0] >= Duration::from_millis(800) && d[0] <= Duration::from_millis(1200),
+            "{d:?}"
+        );
+        assert!(
+            d[2] >= Duration::from_millis(1800) && d[2] <= Duration::from_millis(2700),
+            "{d:?}"
+        );
+        assert!(d.iter().all(|x| *x <= MAX), "{d:?}");
+        assert!(d[11] >= Duration::from_secs(16), "{d:?}");
+    }
+
+    #[test]
+    fn a_new_text_starts_again_and_teaches_the_kind() {
+        let p = Pace::default();
+        for _ in 0..5 {
+            p.delay("a", "k", "w1", FIRST, MAX);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let d = p.delay("a", "k", "w2", FIRST, MAX);
+        let t = p.typical("k").unwrap();
+        assert!(t >= Duration::from_millis(30), "{t:?}");
+        // Learnt: the first poll is 0.8 T, but never below `first`.
+        assert!(
+            d >= Duration::from_millis(900) && d <= Duration::from_millis(1100),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn learnt_kinds_jump_near_the_typical_length_then_poll_finely() {
+        let p = Pace::default();
+        p.learn("build", Duration::from_secs(10));
+        let d1 = p.delay("s", "build", "BUILD", FIRST, MAX);
+        assert!(
+            d1 >= Duration::from_millis(7200) && d1 <= Duration::from_millis(8800),
+            "{d1:?}"
+        );
+        let d2 = p.delay("s", "build", "BUILD", FIRST, MAX);
+        assert!(
+            d2 >= Duration::from_millis(800) && d2 <= Duration::from_millis(1200),
+            "{d2:?}"
+        );
+        // A kind whose waits took minutes is still looked at within LEARNT_FIRST_POLL_CAP maxes.
+        p.learn("slow", Duration::from_secs(3600));
+        let d = p.delay("x", "slow", "w", FIRST, MAX);
+        assert!(d <= MAX * LEARNT_FIRST_POLL_CAP + MAX, "{d:?}");
+        // The typical length moves towards new observations.
+        p.learn("build", Duration::from_secs(20));
+        let t = p.typical("build").unwrap();
+        assert!(
+            t > Duration::from_secs(12) && t < Duration::from_secs(14),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn done_learns_and_forget_does_not() {
+        let p = Pace::default();
+        p.delay("a", "k", "w", FIRST, MAX);
+        p.forget("a");
+        assert!(p.typical("k").is_none());
+        p.delay("a", "k", "w", FIRST, MAX);
+        p.done("a");
+        assert!(p.typical("k").is_some());
+    }
+}
