@@ -64,6 +64,9 @@ pub async fn run(
     let index = ctx.clone();
     let wc = watcher_config(&ctx);
     let (reader, trigger) = primary_stream(clusters, wc.clone());
+    ctx.informers
+        .openstack_clusters
+        .adopt(&reader, ctx.options.watch_filter.as_deref());
     Controller::for_stream(trigger, reader)
         .owns(servers, wc.clone())
         .watches_stream(spec_changes(capi, wc.clone()), |c: Cluster| {

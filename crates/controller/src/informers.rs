@@ -19,7 +19,9 @@
 //!
 //! ## Scope
 //! The stores follow `--namespace` but not `--watch-filter`: an object's owners are read
-//! whatever their labels, as a GET would. Each store starts on first use (so controllers and
+//! whatever their labels, as a GET would. The OpenStack kinds' stores are their controllers'
+//! own primary stores when no watch filter is set ([`Informer::adopt`]), so each object is
+//! held once. Each other store starts on first use (so controllers and
 //! tests that never read a kind never watch it) and a read waits for its first list; if that
 //! list cannot be had within [`READY_TIMEOUT`] (no RBAC for the kind, apiserver away) the
 //! read falls back to a GET, whose error names the problem.
@@ -119,6 +121,18 @@ where
             }));
             reader
         })
+    }
+
+    /// Use `store`, the primary store of the controller of `K` (same objects, same watch),
+    /// instead of a watch of its own: one copy of each object in memory. Only before the first
+    /// read, and only for an unfiltered store (`--watch-filter` unset): a controller's
+    /// primary store holds only the objects it reconciles, and owners are read whatever their
+    /// labels.
+    pub fn adopt(&self, store: &Store<K>, watch_filter: Option<&str>) {
+        if watch_filter.is_none() {
+            // Already set: a read came first and started a watch; both stay correct.
+            let _ = self.store.set(store.clone());
+        }
     }
 
     /// The store once it holds a complete list, `None` if that takes longer than

@@ -64,6 +64,9 @@ pub async fn run(
     let clusters = ctx.watched_api::<OpenStackCluster>();
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(machines, wc.clone());
+    ctx.informers
+        .openstack_machines
+        .adopt(&store, ctx.options.watch_filter.as_deref());
     Controller::for_stream(trigger, store.clone())
         .owns(servers, wc.clone())
         .watches_stream(spec_changes(capi, wc.clone()), |m: Machine| {

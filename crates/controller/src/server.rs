@@ -70,6 +70,9 @@ pub async fn run(
     let servers = ctx.watched_api::<OpenStackServer>();
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(servers, wc.clone());
+    ctx.informers
+        .openstack_servers
+        .adopt(&store, ctx.options.watch_filter.as_deref());
     Controller::for_stream(trigger, store.clone())
         .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
             servers_of_cluster(&store, &c)
