@@ -14,6 +14,7 @@
 //! (`hack/e2e.sh` makes one): see docs/testing.md.
 
 pub mod ansible;
+pub mod child_manager;
 pub mod cloud;
 pub mod cluster;
 pub mod management;
