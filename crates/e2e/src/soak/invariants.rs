@@ -32,6 +32,10 @@ const EXPECTED: [(&str, usize); 9] = [
     ("floatingips", 1),
 ];
 
+/// Ports that belong to no server, by owner: the router's interface on the cluster subnet and
+/// the load balancer's VIP port.
+const OWNED_PORTS: [(&str, usize); 2] = [("network:router_interface", 1), ("Octavia", 1)];
+
 /// Part of every control-plane machine's name (`<cluster>-control-plane-<suffix>`, the
 /// template's KubeadmControlPlane).
 const CONTROL_PLANE: &str = "-control-plane-";
@@ -97,6 +101,7 @@ pub fn check(resources: &BTreeMap<String, Vec<Value>>, machines: &BTreeSet<Strin
     let server_ids: BTreeSet<&str> = servers.iter().map(id).collect();
     let mut ports_of: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut port_names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut owned: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in ports {
         let owner = p["device_owner"].as_str().unwrap_or_default();
         let device = p["device_id"].as_str().unwrap_or_default();
@@ -111,6 +116,8 @@ pub fn check(resources: &BTreeMap<String, Vec<Value>>, machines: &BTreeSet<Strin
             // capo creates a machine's port before its server: a detached port is one whose
             // server was never created or is gone.
             f.leaks.push(format!("{label} attached to nothing"));
+        } else {
+            owned.entry(owner).or_default().push(label);
         }
         if !name(p).is_empty() {
             *port_names.entry(name(p)).or_default() += 1;
@@ -123,6 +130,19 @@ pub fn check(resources: &BTreeMap<String, Vec<Value>>, machines: &BTreeSet<Strin
                 list.len(),
                 list.join(", ")
             ));
+        }
+    }
+    for (owner, want) in OWNED_PORTS {
+        let list = owned.get(owner).map_or(&[][..], Vec::as_slice);
+        if list.len() > want {
+            f.leaks.push(format!(
+                "{} {owner} ports where {want} expected: {}",
+                list.len(),
+                list.join(", ")
+            ));
+        } else if list.len() < want {
+            f.missing
+                .push(format!("{owner} ports: {} of {want}", list.len()));
         }
     }
     for (port, n) in port_names {
@@ -218,6 +238,10 @@ mod tests {
                 (c.to_string(), items)
             })
             .collect();
+        let mut ports = ports;
+        for (owner, _) in OWNED_PORTS {
+            ports.push(json!({"id": owner, "name": "", "device_id": "x", "device_owner": owner}));
+        }
         r.insert("servers".into(), servers);
         r.insert("ports".into(), ports);
         r
@@ -296,6 +320,15 @@ mod tests {
         assert_eq!(check(&r, &machines(&[cp])).leaks.len(), 1);
         r.insert("members".into(), vec![]);
         assert!(!check(&r, &machines(&[cp])).exact());
+    }
+
+    #[test]
+    fn a_second_vip_port_is_a_leak() {
+        let mut r = settled(vec![], vec![]);
+        r.entry("ports".into())
+            .or_default()
+            .push(json!({"id": "v2", "name": "", "device_id": "lb-2", "device_owner": "Octavia"}));
+        assert_eq!(check(&r, &machines(&[])).leaks.len(), 1);
     }
 
     #[test]
