@@ -66,6 +66,8 @@ impl ChildManager {
             .map_err(|e| format!("opening {}: {e}", self.log.display()))?;
         let child = Command::new(&self.bin)
             .args(&self.args)
+            // A log file, not a terminal: no colour codes in it.
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
