@@ -22,29 +22,14 @@ export CARGO_INCREMENTAL=0
 
 say() { echo "e2e: $*" >&2; }
 
-for tool in unshare ip; do
-  if ! command -v "$tool" >/dev/null; then
-    say "$tool is missing; installing util-linux and iproute2"
-    apt-get update -qq && apt-get install -y -qq util-linux iproute2 >/dev/null
-  fi
-done
-
-CAPO_TEST_ENV_DIR="${CAPO_TEST_ENV_DIR:-$(hack/test-env.sh | tail -n 1)}"
-CAPO_CAPI_BUILD_DIR="${CAPO_CAPI_BUILD_DIR:-$(hack/capi.sh build | tail -n 1)}"
-CAPO_PARTNERS_BUILD_DIR="${CAPO_PARTNERS_BUILD_DIR:-$(hack/partners.sh build | tail -n 1)}"
-export CAPO_TEST_ENV_DIR CAPO_CAPI_BUILD_DIR CAPO_PARTNERS_BUILD_DIR
-say "Cluster API build: $CAPO_CAPI_BUILD_DIR"
-say "Ansible providers build: $CAPO_PARTNERS_BUILD_DIR"
+source hack/lib/netns.sh
+netns_tools
+netns_builds
 
 # Build outside the namespace (crates.io is not reachable inside it).
 cargo test --locked -p capo-e2e -p capo-testkit -p capo-demo --test scenarios --test move --test ansible --test capi --test demo --no-run
 
-# Root can make a network namespace directly; anyone else needs a user namespace for it.
-userns=()
-[[ "$(id -u)" == 0 ]] || userns=(--map-root-user)
-exec unshare --net "${userns[@]}" -- bash -c '
-  ip link set lo up
-  export CAPO_E2E_NETNS=1
+netns_exec bash -c '
   if [[ $# == 0 ]]; then
     # The test kit'"'"'s own check of the Cluster API launcher (conversion and admission webhooks).
     cargo test --offline --locked -p capo-testkit --test capi -- --nocapture

@@ -8,7 +8,8 @@
 #   3. simulator conformance with openstacksdk and python-openstackclient, and upstream CAPO v0.14.7
 #      (built from the Go module proxy) creating and deleting a cluster on capo-sim,
 #   4. end to end: the real Cluster API v1.14 controllers, clusterctl and a workload-cluster
-#      emulator drive capo on capo-sim (hack/e2e.sh, in a loopback-only network namespace),
+#      emulator drive capo on capo-sim (hack/e2e.sh, in a loopback-only network namespace), then
+#      a short fault soak on the same setup (hack/soak.sh: faults, SIGKILLed manager, no leak),
 #   5. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), and
 #      with CAPO_REAL_CONFORMANCE=1 the conformance suite replayed on them (differential fidelity).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 5 (for a quick local run; CI always runs it).
@@ -79,6 +80,12 @@ CAPO_SIM_BIN="$CAPO_SIM_BIN" hack/upstream-capo.sh scenario
 
 step "end to end: real Cluster API controllers and clusterctl drive capo on capo-sim (docs/testing.md)"
 CAPO_CAPI_BUILD_DIR="$capi_build_dir" hack/e2e.sh
+
+step "fault soak: 2 clusters x 1 cycle, random OpenStack faults, capo's manager SIGKILLed (docs/soak.md)"
+# One cycle per cluster keeps it within about two and a half minutes (docs/soak.md, Figures); a
+# fixed seed, so a failure here replays with the same schedule; the first kill lands 15 to 45 s
+# in, within the first cycle.
+CAPO_CAPI_BUILD_DIR="$capi_build_dir" hack/soak.sh --clusters 2 --cycles 1 --seed 1 --kill-interval 30
 
 if ! $real_openstack; then
   step "real OpenStack tier skipped (CAPO_SKIP_REAL_OPENSTACK=1)"

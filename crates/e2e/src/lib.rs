@@ -8,14 +8,17 @@
 //! management cluster as the move's target. Each
 //! scenario ([`scenario::Scenario`]) takes a namespace and a capo-sim of its own, generates its
 //! cluster with `clusterctl` from `templates/`, and ends by deleting the Cluster and checking the
-//! cloud is empty.
+//! cloud is empty. The fault soak ([`soak`], `capo-soak`, docs/soak.md) runs on the same
+//! management cluster, with capo's manager as a child process it kills and restarts.
 //!
 //! The tier must run inside a network namespace with only a loopback interface
 //! (`hack/e2e.sh` makes one): see docs/testing.md.
 
 pub mod ansible;
+pub mod child_manager;
 pub mod cloud;
 pub mod cluster;
 pub mod management;
 pub mod scenario;
+pub mod soak;
 pub mod world;

@@ -3,6 +3,9 @@
 //! a thread and runtime of its own (each test has its own runtime, and the manager must outlive
 //! every one of them); the processes die with the test binary (the test kit's watchdog).
 //!
+//! [`ManagerMode::Child`] runs capo's manager as a child process instead (the fault soak kills
+//! and restarts it: [`Management::kill_manager`], [`Management::ensure_manager`]).
+//!
 //! A test binary may run several (the `clusterctl move` scenario runs two); each one's capo
 //! manager logs to its own file (`<env dir>/capo-controller-manager.log`), through a tracing
 //! dispatcher that is the default on every thread of its runtime, and serves its own metrics.
@@ -30,9 +33,20 @@ pub const PROVIDER_LABEL: &str = "cluster.x-k8s.io/provider";
 /// capo's provider label value (`config/default`), as clusterctl names the provider.
 pub const CAPO_PROVIDER: &str = "infrastructure-openstack";
 
+/// How a management cluster runs capo's manager.
+#[derive(Debug, Clone)]
+pub enum ManagerMode {
+    /// On the management cluster's own runtime, with the tier's short waits (`tune`).
+    InProcess,
+    /// The `capo-controller-manager` binary at this path, as a child process with the
+    /// production defaults except `--sync-period=30s`; it can be killed and restarted.
+    Child(PathBuf),
+}
+
 /// A management cluster with Cluster API and capo running.
 pub struct Management {
     name: String,
+    child: Option<crate::child_manager::ChildManager>,
     env: TestEnv,
     capi: ClusterApi,
     emulator: CapiProcess,
@@ -44,6 +58,11 @@ impl Management {
     /// Starts a management cluster named `name` (for messages); blocks the calling thread until
     /// it is ready. Refuses to run outside the tier's loopback-only network namespace.
     pub fn start(name: &str) -> Result<Management, String> {
+        Management::start_with(name, ManagerMode::InProcess)
+    }
+
+    /// [`Management::start`] with capo's manager run as `mode` says.
+    pub fn start_with(name: &str, mode: ManagerMode) -> Result<Management, String> {
         if std::env::var_os(NETNS_VAR).is_none() || !capi::loopback_only_network() {
             return Err(format!(
                 "run the end-to-end tier with hack/e2e.sh: Cluster API's managers bind their \
@@ -58,10 +77,41 @@ impl Management {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name(format!("e2e-{name}"))
-            .spawn(move || run(name, dir, tx))
+            .spawn(move || run(name, dir, mode, tx))
             .map_err(|e| format!("starting the management cluster's thread: {e}"))?;
         rx.recv()
             .map_err(|_| "the management cluster's thread ended without a result".to_owned())?
+    }
+
+    /// SIGKILLs capo's manager when it runs as a child process; returns whether it was
+    /// running.
+    pub fn kill_manager(&self) -> Result<bool, String> {
+        self.child_manager().map(|c| c.kill())
+    }
+
+    /// Starts capo's child-process manager again unless it runs; returns whether it had to be
+    /// started. An error when it runs in-process.
+    pub fn ensure_manager(&self) -> Result<bool, String> {
+        self.child_manager()?.ensure_running()
+    }
+
+    /// How many times capo's child-process manager was killed while running.
+    pub fn manager_kills(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.kills())
+    }
+
+    /// `Some(status)` when capo's child-process manager ended on its own.
+    pub fn manager_exited(&self) -> Option<String> {
+        self.child.as_ref().and_then(|c| c.exited())
+    }
+
+    fn child_manager(&self) -> Result<&crate::child_manager::ChildManager, String> {
+        self.child.as_ref().ok_or_else(|| {
+            format!(
+                "[{}] capo's manager runs in-process: it cannot be killed",
+                self.name
+            )
+        })
     }
 
     /// Its name (for messages and figures).
@@ -303,7 +353,12 @@ type ManagerTask = tokio::task::JoinHandle<capo_manager::Result<()>>;
 /// The management cluster's thread: builds its runtime (every thread of which logs through the
 /// cluster's own dispatcher), starts everything, reports, then keeps capo's manager running
 /// until the test binary exits.
-fn run(name: String, dir: CapiDir, tx: std::sync::mpsc::Sender<Result<Management, String>>) {
+fn run(
+    name: String,
+    dir: CapiDir,
+    mode: ManagerMode,
+    tx: std::sync::mpsc::Sender<Result<Management, String>>,
+) {
     // The log file lives in the environment's directory, which exists only once the
     // environment started; until then the dispatcher writes nothing.
     let sink = LogSink::default();
@@ -332,7 +387,7 @@ fn run(name: String, dir: CapiDir, tx: std::sync::mpsc::Sender<Result<Management
     };
     tracing::dispatcher::with_default(&dispatch, || {
         rt.block_on(async move {
-            match start_async(&name, dir, &sink).await {
+            match start_async(&name, dir, mode, &sink).await {
                 Ok((management, manager)) => {
                     let _ = tx.send(Ok(management));
                     // The manager runs until the test binary exits.
@@ -407,6 +462,7 @@ fn dispatcher(sink: &LogSink) -> Dispatch {
 async fn start_async(
     name: &str,
     dir: CapiDir,
+    mode: ManagerMode,
     sink: &LogSink,
 ) -> Result<(Management, ManagerTask), String> {
     capo_openstack::tls::ensure_crypto_provider();
@@ -421,24 +477,49 @@ async fn start_async(
         .map_err(|e| format!("workload-cluster emulator: {e}"))?;
 
     let capo_log = env.dir().join("capo-controller-manager.log");
-    sink.open(&capo_log)?;
+    match mode {
+        ManagerMode::InProcess => sink.open(&capo_log)?,
+        // The child writes capo's log; the harness's own events go next to it.
+        ManagerMode::Child(_) => sink.open(&env.dir().join("capo-e2e.log"))?,
+    }
     let metrics_port = free_port()?;
     // capo's admission webhooks serve the certificate the environment made for Cluster API's.
     let (cert_dir, ca_pem) = env
         .webhook_certs()
         .ok_or("the environment has no webhook certificate")?;
     let webhook_port = free_port()?;
-    let flags = capo_manager::Flags::parse_go_style([
-        "capo-controller-manager".to_owned(),
+    let args = vec![
         format!("--kubeconfig={}", env.kubeconfig_path().display()),
         format!("--health-addr=127.0.0.1:{}", free_port()?),
         format!("--diagnostics-address=127.0.0.1:{metrics_port}"),
         "--insecure-diagnostics".to_owned(),
         format!("--webhook-port={webhook_port}"),
         format!("--webhook-cert-dir={}", cert_dir.display()),
-    ])
-    .map_err(|e| format!("manager flags: {e}"))?;
-    let manager = tokio::spawn(capo_manager::run_with(flags, tune, std::future::pending()));
+    ];
+    let (manager, child) = match mode {
+        ManagerMode::InProcess => {
+            let flags = capo_manager::Flags::parse_go_style(
+                std::iter::once("capo-controller-manager".to_owned()).chain(args),
+            )
+            .map_err(|e| format!("manager flags: {e}"))?;
+            let task = tokio::spawn(capo_manager::run_with(flags, tune, std::future::pending()));
+            (task, None)
+        }
+        ManagerMode::Child(bin) => {
+            let mut args = args;
+            // A converged server is looked at again within a cycle, as in-process (`tune`).
+            args.extend(["--sync-period=30s".to_owned(), "--v=1".to_owned()]);
+            let child = crate::child_manager::ChildManager::start(
+                &bin,
+                args,
+                &capo_log,
+                env.process_group(),
+            )?;
+            // Nothing to await in-process: the child runs until it is killed.
+            let task = tokio::spawn(std::future::pending::<capo_manager::Result<()>>());
+            (task, Some(child))
+        }
+    };
     install_capo_webhooks(&env.client(), webhook_port, ca_pem).await?;
     eprintln!(
         "capo-e2e: management cluster {name} ready (Cluster API {}; capo's log {})",
@@ -448,6 +529,7 @@ async fn start_async(
     Ok((
         Management {
             name: name.to_owned(),
+            child,
             env,
             capi,
             emulator,
