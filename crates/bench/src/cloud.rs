@@ -24,6 +24,8 @@ pub struct Cloud {
     /// Application credentials (id, secret) by cluster index, in credentials mode.
     app_creds: Vec<(String, String)>,
     region: String,
+    /// The seeded password of [`USER`].
+    password: String,
 }
 
 /// OpenStack request counts, from the simulator's per-route counters.
@@ -74,6 +76,12 @@ impl Cloud {
             }
         }
         let region = seed.region.clone();
+        let password = seed
+            .users
+            .iter()
+            .find(|u| u.name == USER)
+            .map(|u| u.password.clone())
+            .with_context(|| format!("capo-sim's seed has no user {USER}"))?;
         let config = SimConfig {
             seed,
             delays: settings.delays(),
@@ -95,6 +103,7 @@ impl Cloud {
             project_id,
             app_creds,
             region,
+            password,
         })
     }
 
@@ -112,6 +121,7 @@ impl Cloud {
     pub fn clouds_yaml(&self, index: usize) -> String {
         let auth_url = self.sim.auth_url();
         let region = &self.region;
+        let password = &self.password;
         let tail = format!(
             "    region_name: {region}\n    interface: public\n    identity_api_version: 3\n"
         );
@@ -120,7 +130,7 @@ impl Cloud {
                 "clouds:\n  {CLOUD_NAME}:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_id: {id}\n      application_credential_secret: {secret}\n{tail}"
             ),
             None => format!(
-                "clouds:\n  {CLOUD_NAME}:\n    auth:\n      auth_url: {auth_url}\n      username: {USER}\n      password: capo-password\n      project_name: {PROJECT}\n      user_domain_name: Default\n      project_domain_name: Default\n{tail}"
+                "clouds:\n  {CLOUD_NAME}:\n    auth:\n      auth_url: {auth_url}\n      username: {USER}\n      password: {password}\n      project_name: {PROJECT}\n      user_domain_name: Default\n      project_domain_name: Default\n{tail}"
             ),
         }
     }
