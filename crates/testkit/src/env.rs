@@ -83,7 +83,7 @@ pub struct TestEnv {
     /// Set when started with [`TestEnvOptions::audit_log`].
     audit_log: Option<PathBuf>,
     /// The extra users of [`TestEnvOptions::user`] and their tokens.
-    users: Vec<(String, String)>,
+    users: UserTokens,
     /// The CA (PEM) of the API server's serving certificate.
     ca_pem: String,
     // Declared last so it fires after the fields above are no longer needed.
@@ -198,7 +198,7 @@ impl TestEnv {
             group,
             capi,
             audit_log,
-            users: creds.users().to_vec(),
+            users: UserTokens(creds.users().to_vec()),
             ca_pem: creds.ca_pem.clone(),
             _watchdog: watchdog,
         })
@@ -228,6 +228,7 @@ impl TestEnv {
     pub fn write_kubeconfig_as(&self, name: &str, path: &Path) -> Result<()> {
         let (_, token) = self
             .users
+            .0
             .iter()
             .find(|(user, _)| user == name)
             .ok_or_else(|| Error::Client(format!("no user {name} in this environment")))?;
@@ -317,6 +318,17 @@ impl TestEnv {
     }
 }
 
+/// Users and their bearer tokens; Debug shows the names only.
+struct UserTokens(Vec<(String, String)>);
+
+impl std::fmt::Debug for UserTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(user, _)| user))
+            .finish()
+    }
+}
+
 /// Installs our CRDs and the Cluster API and ORC ones; returns their names. With a Cluster API
 /// build, its CRDs replace the test-env directory's Cluster API CRDs.
 async fn install_crds(
@@ -363,5 +375,17 @@ impl Drop for FailureLogs<'_> {
                 self.env.log_tails(40)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UserTokens;
+
+    #[test]
+    fn user_tokens_debug_shows_names_only() {
+        let users = UserTokens(vec![("bench".into(), "not-a-real-token".into())]);
+        let shown = format!("{users:?}");
+        assert_eq!(shown, "[\"bench\"]");
     }
 }
