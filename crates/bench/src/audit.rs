@@ -66,3 +66,88 @@ pub fn count(
     }
     Ok(counts)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing test should panic
+mod tests {
+    use super::*;
+
+    fn event(id: &str, user: &str, verb: &str, stage: &str, at: &str) -> String {
+        format!(
+            r#"{{"kind":"Event","auditID":"{id}","stage":"{stage}","verb":"{verb}","user":{{"username":"{user}"}},"requestReceivedTimestamp":"{at}"}}"#
+        )
+    }
+
+    #[test]
+    fn counts_each_request_of_the_user_once_in_its_phase() {
+        let dir = std::env::temp_dir().join(format!("capo-bench-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("audit.log");
+        let lines = [
+            event(
+                "a",
+                "m",
+                "watch",
+                "ResponseStarted",
+                "2026-01-01T00:00:01.000000Z",
+            ),
+            event(
+                "a",
+                "m",
+                "watch",
+                "ResponseComplete",
+                "2026-01-01T00:00:01.000000Z",
+            ),
+            event(
+                "b",
+                "m",
+                "create",
+                "ResponseComplete",
+                "2026-01-01T00:00:02.000000Z",
+            ),
+            event(
+                "c",
+                "admin",
+                "create",
+                "ResponseComplete",
+                "2026-01-01T00:00:02.000000Z",
+            ),
+            event(
+                "d",
+                "m",
+                "patch",
+                "ResponseComplete",
+                "2026-01-01T00:00:12.000000Z",
+            ),
+            event(
+                "e",
+                "m",
+                "get",
+                "ResponseComplete",
+                "2026-01-01T00:00:30.000000Z",
+            ),
+        ];
+        std::fs::write(&log, lines.join("\n")).unwrap();
+        let t = |s: u32| {
+            DateTime::parse_from_rfc3339(&format!("2026-01-01T00:00:{s:02}Z"))
+                .unwrap()
+                .to_utc()
+        };
+        let counts = count(&log, "m", &[(t(0), t(10)), (t(10), t(20))]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            counts[0],
+            KubeRequests {
+                total: 2,
+                writes: 1
+            }
+        );
+        assert_eq!(
+            counts[1],
+            KubeRequests {
+                total: 1,
+                writes: 1
+            }
+        );
+    }
+}
