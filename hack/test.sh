@@ -6,7 +6,8 @@
 #   1. formatting and lints, 2. all Rust tests (unit, capo-sim, client layer, real kube-apiserver,
 #      the real Ansible bootstrap provider reading capo's objects),
 #   3. simulator conformance with openstacksdk and python-openstackclient, and upstream CAPO v0.14.7
-#      (built from the Go module proxy) creating and deleting a cluster on capo-sim,
+#      (built from the Go module proxy) creating and deleting a cluster on capo-sim, then capo-bench's
+#      small setting (upstream and capo side by side on capo-sim, docs/bench.md),
 #   4. end to end: the real Cluster API v1.14 controllers, clusterctl and a workload-cluster
 #      emulator drive capo on capo-sim (hack/e2e.sh, in a loopback-only network namespace), then
 #      a short fault soak on the same setup (hack/soak.sh: faults, SIGKILLed manager, no leak),
@@ -77,6 +78,11 @@ CAPO_SIM_BIN="$CAPO_SIM_BIN" conformance/run.sh
 step "upstream CAPO v0.14.7 creates and deletes a cluster on capo-sim (an independent client)"
 # Built once from the Go module proxy and cached (docs/upstream-capo.md).
 CAPO_SIM_BIN="$CAPO_SIM_BIN" hack/upstream-capo.sh scenario
+
+step "benchmark, small setting: upstream CAPO v0.14.7 and capo side by side, no leak (docs/bench.md)"
+# Keeps capo-bench from rotting; its figures are not compared here (the full runs are manual).
+CAPO_BENCH_PROFILE=debug hack/bench.sh --clusters 1 --machines 2 --control-plane 1 \
+  --server-build-ms 500 --lb-provision-ms 500 --lb-update-ms 200 --lb-delete-ms 200 --steady-s 5 --timeout-s 300
 
 step "end to end: real Cluster API controllers and clusterctl drive capo on capo-sim (docs/testing.md)"
 CAPO_CAPI_BUILD_DIR="$capi_build_dir" hack/e2e.sh

@@ -24,6 +24,8 @@ pub struct Credentials {
     pub token_file: PathBuf,
     /// The admin bearer token; kept out of Debug output.
     token: String,
+    /// Extra administrators and their tokens; kept out of Debug output.
+    users: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -36,8 +38,9 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Generates everything and writes the files into `dir`.
-    pub fn generate(dir: &Path) -> Result<Self> {
+    /// Generates everything and writes the files into `dir`; each of `users` becomes an
+    /// administrator with a token of its own.
+    pub fn generate(dir: &Path, users: &[String]) -> Result<Self> {
         let ca = Ca::new("capo-testkit-ca")?;
         let serving = ca.issue("kube-apiserver", LOOPBACK)?;
         let (sa_key, sa_pub) = capo_tls::signing_key_pem()?;
@@ -51,6 +54,7 @@ impl Credentials {
             sa_pub: dir.join("sa.pub"),
             token_file: dir.join("tokens.csv"),
             token,
+            users: users.iter().map(|u| (u.clone(), random_token())).collect(),
         };
         write(&dir.join("ca.crt"), &creds.ca_pem)?;
         write(&creds.serving_cert, &serving.cert_pem())?;
@@ -58,14 +62,22 @@ impl Credentials {
         write(&creds.sa_key, &sa_key)?;
         write(&creds.sa_pub, &sa_pub)?;
         // Format: token,user,uid,"group,..." — system:masters bypasses RBAC.
-        let line = format!("{},capo-admin,capo-admin,\"system:masters\"\n", creds.token);
-        write(&creds.token_file, &line)?;
+        let mut lines = format!("{},capo-admin,capo-admin,\"system:masters\"\n", creds.token);
+        for (user, token) in &creds.users {
+            lines.push_str(&format!("{token},{user},{user},\"system:masters\"\n"));
+        }
+        write(&creds.token_file, &lines)?;
         Ok(creds)
     }
 
     /// The admin bearer token.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The extra administrators and their tokens.
+    pub fn users(&self) -> &[(String, String)] {
+        &self.users
     }
 }
 

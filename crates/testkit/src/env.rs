@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use base64::Engine as _;
+
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::{Client, Config};
@@ -12,7 +14,9 @@ use crate::capi::{CapiDir, Provider};
 use crate::certs::Credentials;
 use crate::crds;
 use crate::error::{Error, Result};
-use crate::launch::{apiserver_args, etcd_args, wait_port, wait_ready, write_kubeconfig};
+use crate::launch::{
+    apiserver_args, audit_args, etcd_args, wait_port, wait_ready, write_kubeconfig,
+};
 use crate::paths::{self, EnvDir};
 use crate::process::{Server, Watchdog, free_port, log_tail};
 
@@ -23,6 +27,9 @@ pub const KEEP_DIR_VAR: &str = "CAPO_TEST_KEEP_DIR";
 #[derive(Debug, Clone, Default)]
 pub struct TestEnvOptions {
     cluster_api: Option<CapiDir>,
+    audit: bool,
+    infrastructure_crds: Option<PathBuf>,
+    users: Vec<String>,
 }
 
 impl TestEnvOptions {
@@ -31,6 +38,28 @@ impl TestEnvOptions {
     /// [`ClusterApi::start`](crate::capi::ClusterApi::start) runs later: see [`crate::capi`].
     pub fn cluster_api(mut self, dir: CapiDir) -> Self {
         self.cluster_api = Some(dir);
+        self
+    }
+
+    /// Makes kube-apiserver write an audit log ([`TestEnv::audit_log_path`]): one JSON line per
+    /// request stage at level Metadata (who, verb, resource, user agent; never a body), so a
+    /// benchmark can count each client's requests.
+    pub fn audit_log(mut self) -> Self {
+        self.audit = true;
+        self
+    }
+
+    /// Installs the infrastructure CRDs (`*.yaml`) of `dir` instead of capo's own, for example
+    /// upstream CAPO's, to run another provider's manager against the environment.
+    pub fn infrastructure_crds(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.infrastructure_crds = Some(dir.into());
+        self
+    }
+
+    /// Adds an administrator `name` (in `system:masters`) with its own token, so that one
+    /// client's requests stand apart in the audit log; see [`TestEnv::write_kubeconfig_as`].
+    pub fn user(mut self, name: &str) -> Self {
+        self.users.push(name.to_owned());
         self
     }
 }
@@ -51,6 +80,12 @@ pub struct TestEnv {
     group: u32,
     /// Set when started with a Cluster API build.
     capi: Option<Endpoints>,
+    /// Set when started with [`TestEnvOptions::audit_log`].
+    audit_log: Option<PathBuf>,
+    /// The extra users of [`TestEnvOptions::user`] and their tokens.
+    users: UserTokens,
+    /// The CA (PEM) of the API server's serving certificate.
+    ca_pem: String,
     // Declared last so it fires after the fields above are no longer needed.
     _watchdog: Watchdog,
 }
@@ -89,7 +124,7 @@ impl TestEnv {
             .map_err(Error::io("creating the environment directory"))?;
         // The watchdog, not TempDir, removes the directory: it also runs when the process dies.
         let dir = tmp.keep();
-        let creds = Credentials::generate(&dir)?;
+        let creds = Credentials::generate(&dir, &options.users)?;
 
         let etcd_port = free_port()?;
         let etcd_args = etcd_args(&dir, etcd_port, free_port()?);
@@ -106,7 +141,14 @@ impl TestEnv {
         wait_port(&mut etcd, etcd_port).await?;
 
         let api_port = free_port()?;
-        let api_args = apiserver_args(&creds, etcd_port, api_port);
+        let mut api_args = apiserver_args(&creds, etcd_port, api_port);
+        let audit_log = if options.audit {
+            let (args, log) = audit_args(&dir)?;
+            api_args.extend(args);
+            Some(log)
+        } else {
+            None
+        };
         let log = dir.join("kube-apiserver.log");
         let mut apiserver = Server::spawn(
             "kube-apiserver",
@@ -125,7 +167,13 @@ impl TestEnv {
             Some(capi_dir) => Some(Endpoints::prepare(&dir, capi_dir.clone())?),
             None => None,
         };
-        let installed = install_crds(&client, env_dir, capi.as_ref()).await?;
+        let installed = install_crds(
+            &client,
+            env_dir,
+            capi.as_ref(),
+            options.infrastructure_crds.as_deref(),
+        )
+        .await?;
         let with_capi = match &capi {
             Some(capi) => format!(
                 " (Cluster API {} from {})",
@@ -149,6 +197,9 @@ impl TestEnv {
             crds: installed,
             group,
             capi,
+            audit_log,
+            users: UserTokens(creds.users().to_vec()),
+            ca_pem: creds.ca_pem.clone(),
             _watchdog: watchdog,
         })
     }
@@ -166,6 +217,27 @@ impl TestEnv {
     /// The kubeconfig file (admin token, CA data) for tools such as kubectl.
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// The audit log of an environment started with [`TestEnvOptions::audit_log`].
+    pub fn audit_log_path(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
+    }
+
+    /// Writes a kubeconfig for user `name` of [`TestEnvOptions::user`] to `path`.
+    pub fn write_kubeconfig_as(&self, name: &str, path: &Path) -> Result<()> {
+        let (_, token) = self
+            .users
+            .0
+            .iter()
+            .find(|(user, _)| user == name)
+            .ok_or_else(|| Error::Client(format!("no user {name} in this environment")))?;
+        let server = &self.config.cluster_url;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: capo-testkit\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: capo-testkit\n  context:\n    cluster: capo-testkit\n    user: {name}\n    namespace: default\ncurrent-context: capo-testkit\n"
+        );
+        std::fs::write(path, yaml).map_err(Error::io(format!("writing {}", path.display())))
     }
 
     /// The kube client configuration.
@@ -246,14 +318,26 @@ impl TestEnv {
     }
 }
 
+/// Users and their bearer tokens; Debug shows the names only.
+struct UserTokens(Vec<(String, String)>);
+
+impl std::fmt::Debug for UserTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(user, _)| user))
+            .finish()
+    }
+}
+
 /// Installs our CRDs and the Cluster API and ORC ones; returns their names. With a Cluster API
 /// build, its CRDs replace the test-env directory's Cluster API CRDs.
 async fn install_crds(
     client: &Client,
     env_dir: &EnvDir,
     capi: Option<&Endpoints>,
+    infrastructure: Option<&Path>,
 ) -> Result<Vec<String>> {
-    let ours = paths::our_crd_dir();
+    let ours = infrastructure.map_or_else(paths::our_crd_dir, Path::to_path_buf);
     let files = crds::yaml_files(&ours)?;
     if files.is_empty() {
         eprintln!(
@@ -291,5 +375,17 @@ impl Drop for FailureLogs<'_> {
                 self.env.log_tails(40)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UserTokens;
+
+    #[test]
+    fn user_tokens_debug_shows_names_only() {
+        let users = UserTokens(vec![("bench".into(), "not-a-real-token".into())]);
+        let shown = format!("{users:?}");
+        assert_eq!(shown, "[\"bench\"]");
     }
 }

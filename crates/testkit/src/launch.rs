@@ -59,6 +59,33 @@ pub fn apiserver_args(creds: &Credentials, etcd_port: u16, port: u16) -> Vec<Str
     ]
 }
 
+/// The audit policy of [`audit_args`]: every request once it completes (and a watch when it
+/// starts), at level Metadata, which records who asked for what but never a body.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+";
+
+/// kube-apiserver flags writing an audit log into `dir` (policy [`AUDIT_POLICY`]); returns them
+/// and the log's path.
+pub fn audit_args(dir: &Path) -> Result<(Vec<String>, std::path::PathBuf)> {
+    let policy = dir.join("audit-policy.yaml");
+    std::fs::write(&policy, AUDIT_POLICY)
+        .map_err(Error::io(format!("writing {}", policy.display())))?;
+    let log = dir.join("audit.log");
+    let args = vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", log.display()),
+        // One file, never rotated, written before the reply: a count after the run is complete.
+        "--audit-log-maxsize=0".into(),
+        "--audit-log-mode=blocking".into(),
+        "--audit-log-format=json".into(),
+    ];
+    Ok((args, log))
+}
+
 /// Waits until `server` accepts TCP connections on `port`.
 pub async fn wait_port(server: &mut Server, port: u16) -> Result<()> {
     let start = Instant::now();
