@@ -105,8 +105,9 @@ pub struct Context {
     pub template_lookups: crate::machine_template::Lookups,
     /// Reconcile metrics.
     pub metrics: ReconcileMetrics,
-    /// The watched stores owners and children are read from.
-    pub informers: crate::informers::Informers,
+    /// The watched stores owners and children are read from (one set per manager, shared by
+    /// the controllers' contexts).
+    pub informers: Arc<crate::informers::Informers>,
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
     pace: crate::pace::Pace,
@@ -126,7 +127,10 @@ impl Context {
     pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
         let backoff = Backoff::new(options.backoff_min, options.backoff_max);
         let ttl = options.lookup_ttl;
-        let informers = crate::informers::Informers::new(&client, options.namespace.as_deref());
+        let informers = Arc::new(crate::informers::Informers::new(
+            &client,
+            options.namespace.as_deref(),
+        ));
         Arc::new(Self {
             client: client.clone(),
             sessions,

@@ -45,6 +45,9 @@ use crate::error::{KubeContext, Result};
 /// How long a read waits for a store's first list before falling back to a GET.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How often a read waiting for a store's first list looks again.
+const READY_POLL: Duration = Duration::from_millis(50);
+
 /// The stores of every kind the controllers read.
 pub struct Informers {
     /// Cluster API Clusters.
@@ -139,10 +142,17 @@ where
     /// [`READY_TIMEOUT`].
     async fn ready_store(&self) -> Option<&Store<K>> {
         let store = self.store();
-        match tokio::time::timeout(READY_TIMEOUT, store.wait_until_ready()).await {
-            Ok(Ok(())) => Some(store),
-            _ => None,
+        let started = std::time::Instant::now();
+        // The readiness signal wakes only the last of several concurrent waiters (a oneshot
+        // channel keeps one waker): look again every READY_POLL instead of waiting once.
+        while started.elapsed() < READY_TIMEOUT {
+            match tokio::time::timeout(READY_POLL, store.wait_until_ready()).await {
+                Ok(Ok(())) => return Some(store),
+                Ok(Err(_)) => return None,
+                Err(_) => {}
+            }
         }
+        None
     }
 
     /// Object `name` in `ns`, if it exists (`None` for an empty name).

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use capo_controller::informers::Informers;
 use capo_controller::metrics::ReconcileMetrics;
 use capo_controller::{Context, Options};
 use capo_openstack::SessionCache;
@@ -28,6 +29,8 @@ pub struct Shared {
     pub options: Options,
     /// Reconcile metrics, registered once and shared by all controllers.
     pub metrics: ReconcileMetrics,
+    /// The watched stores, one set for all controllers (each object held once).
+    pub informers: Arc<Informers>,
 }
 
 /// Per-controller concurrency (`--openstackcluster-concurrency`, `--openstackmachine-concurrency`).
@@ -55,6 +58,7 @@ impl Shared {
         match Arc::try_unwrap(ctx) {
             Ok(mut ctx) => {
                 ctx.metrics = self.metrics.clone();
+                ctx.informers = self.informers.clone();
                 Arc::new(ctx)
             }
             Err(ctx) => ctx,

@@ -71,11 +71,16 @@ pub async fn run_with(
     let servers = start_servers(&flags, &ready, Arc::new(registry), &stop_rx).await?;
     let mut options = controller_options(&flags);
     tune(&mut options);
+    let informers = Arc::new(capo_controller::informers::Informers::new(
+        &client,
+        options.namespace.as_deref(),
+    ));
     let shared = Shared {
         client: client.clone(),
         sessions: Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
         options,
         metrics,
+        informers,
     };
     let gates = flags.feature_gates()?;
     tracing::info!(?gates, namespace = ?flags.namespace, watch_filter = ?flags.watch_filter, "starting");
