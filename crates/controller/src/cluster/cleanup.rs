@@ -29,12 +29,11 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Prog
     let servers: Api<OpenStackServer> =
         Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
     let name = capo_api::names::bastion_server_name(&scope.owner.name);
-    let bastion = scope
-        .ctx
-        .informers
-        .openstack_servers
-        .get(&scope.owner.namespace, &name)
-        .await?;
+    // Read live on the way out: what is deleted next depends on the bastion being gone.
+    let bastion = servers
+        .get_opt(&name)
+        .await
+        .kctx(|| format!("get OpenStackServer {name}"))?;
     let progress = remove_bastion(scope, &s, &servers, bastion).await?;
     if !progress.is_done() {
         return Ok(progress);

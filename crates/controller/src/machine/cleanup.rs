@@ -26,12 +26,13 @@ pub(super) async fn cleanup(
     control_plane: bool,
 ) -> Result<Progress> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
-    let oss = scope
-        .ctx
-        .informers
-        .openstack_servers
-        .get(&scope.namespace, &scope.name)
-        .await?;
+    // Read live, not from the store: what is handed on (the API floating IP on the server's
+    // first port) is decided from it, and a store one event behind would let the address go
+    // with the port.
+    let oss = servers
+        .get_opt(&scope.name)
+        .await
+        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
     let cond = ingress::condition(control_plane);
     let removed = conditions::get(&scope.status.conditions, cond)
         .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));
