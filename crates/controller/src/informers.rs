@@ -37,7 +37,6 @@ use kube::core::NamespaceResourceScope;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
 
 use crate::capi::{Cluster, Machine};
 use crate::error::{KubeContext, Result};
@@ -85,13 +84,7 @@ pub struct Informer<K: Resource<DynamicType = ()> + Clone + 'static> {
 
 impl<K> Informer<K>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: crate::runtime::Watched + Resource<Scope = NamespaceResourceScope>,
 {
     fn new(client: Client, namespace: Option<&str>) -> Self {
         Self {

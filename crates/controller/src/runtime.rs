@@ -162,6 +162,29 @@ where
     Ok(())
 }
 
+/// What a kind needs to be watched and cached by the controllers.
+pub trait Watched:
+    Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Whether `obj` is being deleted.
 pub fn is_deleting<K: Resource>(obj: &K) -> bool {
     obj.meta().deletion_timestamp.is_some()
@@ -181,13 +204,7 @@ pub fn primary_stream<K>(
     impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector};
     let (reader, writer) = reflector::store();
@@ -244,13 +261,7 @@ pub fn spec_changes<K>(
     wc: watcher::Config,
 ) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
 where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Watched,
 {
     use kube::runtime::{Predicate, WatchStreamExt, predicates};
     let pred = predicates::generation
