@@ -113,10 +113,7 @@ step "controller suites on the real services (CAPO_CLOUD=real)"
 # capo-sim's control API (fault injection, request traces, simulator state): `--skip` names them
 # (docs/real-openstack.md), and the LB 1→3→1→3 scaling test, whose eight serial Octavia member
 # changes take five minutes on the real services (the 3+2 scenario scales through Octavia too;
-# run it by hand with the command in docs/real-openstack.md), and the no-LB control-plane
-# scaling test, which exposes a race on the real services (two control-plane machines deleted
-# together can lose the API floating IP: the first hands it to the second while the second has
-# already checked; issue 19's note) and still runs on capo-sim above. Two at a time: Octavia has one
+# run it by hand with the command in docs/real-openstack.md). Two at a time: Octavia has one
 # worker and Nova shares the two cores, and more load only makes the waits time out.
 CAPO_CLOUD=real cargo test --locked --no-fail-fast -p capo-controller \
   --test cluster_lifecycle --test cluster_bastion --test cluster_extensions --test cluster_faults \
@@ -126,8 +123,7 @@ CAPO_CLOUD=real cargo test --locked --no-fail-fast -p capo-controller \
   --skip transient_ --skip economy --skip a_paused_cluster --skip restarted_after_every_write \
   --skip after_move --skip devices:: --skip no_valid_host --skip quota_exceeded_on_create \
   --skip ingress_load_balancer_in_error --skip control_plane_scaling_keeps_lb_members \
-  --skip missing_flavor_or_image --skip many_templates --skip paused_cluster_gets_no_cloud_call \
-  --skip control_plane_scaling_without_lb_keeps_the_api_floating_ip
+  --skip missing_flavor_or_image --skip many_templates --skip paused_cluster_gets_no_cloud_call
 
 if [[ "${CAPO_REAL_CONFORMANCE:-}" == 1 ]]; then
   # About eight minutes more (load balancers on the real Octavia): left out of the default run

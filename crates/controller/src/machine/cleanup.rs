@@ -1,11 +1,13 @@
 //! The delete path of an OpenStackMachine: API traffic first (LB members; the API floating IP
 //! moves to another live control-plane machine or is disassociated, never deleted), then the
-//! OpenStackServer, waited for until it is gone.
+//! OpenStackServer, waited for until it is gone, then a last look that the API floating IP
+//! still has a home.
 
 use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL};
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use capo_cloud::Progress;
+use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 
@@ -57,7 +59,39 @@ pub(super) async fn cleanup(
             "waiting for the server to be deleted".into(),
         ));
     }
+    if control_plane && let Some(osc) = osc {
+        rehome_api_address(scope, osc, cluster).await?;
+    }
     Ok(Progress::Done(()))
+}
+
+/// Give the API floating IP to a live control-plane machine when no port holds it any more.
+///
+/// Two control-plane machines deleted together race: the first can hand the address to the
+/// second after the second has checked it holds nothing, and the address then goes with the
+/// second's port. Each machine therefore looks once more after its own server (and so its
+/// ports) is gone; a handoff that comes later fails on the deleted port and is retried by the
+/// first machine towards another successor, so one of the two always sees the loose address.
+async fn rehome_api_address(
+    scope: &Scope<'_>,
+    osc: &OpenStackCluster,
+    cluster: &str,
+) -> Result<()> {
+    let Mode::FloatingIp(host) = ingress::mode(osc, true) else {
+        return Ok(());
+    };
+    let Some(successor) = successor_port(scope, cluster).await? else {
+        return Ok(());
+    };
+    let identity = scope
+        .obj
+        .spec
+        .identity_ref
+        .clone()
+        .unwrap_or_else(|| osc.spec.identity_ref.clone());
+    let s = session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await?;
+    fip::move_address(&s, &host, Some(&successor), MoveFrom::Nowhere).await?;
+    Ok(())
 }
 
 async fn remove_ingress(
