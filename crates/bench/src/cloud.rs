@@ -135,10 +135,15 @@ impl Cloud {
         }
     }
 
+    /// capo-sim's request counters so far, by `service METHOD /route`.
+    pub fn counters(&self) -> BTreeMap<String, u64> {
+        self.sim.control().counters()
+    }
+
     /// The requests served so far. Only the manager talks to the simulator's OpenStack APIs
     /// (the benchmark reads through the in-process control handle), so they are all its own.
     pub fn requests(&self) -> Requests {
-        let counters: BTreeMap<String, u64> = self.sim.control().counters();
+        let counters = self.counters();
         let mut r = Requests::default();
         for (key, n) in counters {
             // Keys are `service METHOD /route`.

@@ -159,6 +159,13 @@ async fn measure(
     let time_to_ready = t0.elapsed();
     let ready_at = Utc::now();
     let os_ready = cloud.requests();
+    // Per route, for reading where the requests went (kept with the run's files on --keep).
+    let by_route: String = cloud
+        .counters()
+        .iter()
+        .map(|(route, n)| format!("{n}\t{route}\n"))
+        .collect();
+    let _ = std::fs::write(dir.join("openstack-requests-to-ready.tsv"), by_route);
     eprintln!(
         "capo-bench: {} all {} machines Ready after {:.1} s",
         kind.name(),

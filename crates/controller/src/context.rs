@@ -53,6 +53,10 @@ pub struct Options {
     /// How long cached flavor, image and network lookups are reused: a cloud change (a
     /// flavor deleted and recreated under the same name) is seen at most this late.
     pub lookup_ttl: Duration,
+    /// How long a read of an identity Secret (and of an OpenStackClusterIdentity and its
+    /// namespace) is shared by the reconciles that need it: a rotated Secret is used at most
+    /// this late ([`crate::recent_reads`]). Zero reads on every use.
+    pub identity_read_max_age: Duration,
 }
 
 impl Default for Options {
@@ -71,6 +75,7 @@ impl Default for Options {
             namespace: None,
             concurrency: 10,
             lookup_ttl: crate::server::LOOKUP_TTL,
+            identity_read_max_age: Duration::from_secs(10),
         }
     }
 }
@@ -108,10 +113,36 @@ pub struct Context {
     /// The watched stores owners and children are read from (one set per manager, shared by
     /// the controllers' contexts).
     pub informers: Arc<crate::informers::Informers>,
+    /// Identity Secrets, OpenStackClusterIdentities and namespaces read recently (shared by
+    /// the controllers' contexts like the stores).
+    pub identity_reads: Arc<crate::credentials::IdentityReads>,
     recorder: Recorder,
     converged: Mutex<HashMap<String, Converged>>,
     pace: crate::pace::Pace,
     inventories: Mutex<HashMap<(String, String), String>>,
+    writes: Mutex<HashMap<String, (Instant, u64)>>,
+    objects: Mutex<HashMap<String, (String, String)>>,
+    nudge: Mutex<Option<futures::channel::mpsc::UnboundedSender<(String, String)>>>,
+}
+
+/// How long this controller's own status write is remembered: longer than a watch event takes
+/// to reach the store, short enough that a status changed by someone else since is written
+/// back soon.
+const RECENT_WRITE: Duration = Duration::from_secs(5);
+
+/// Remembered writes kept before old ones are dropped.
+const WRITES_PRUNE_ABOVE: usize = 4096;
+
+/// A digest of `status` as it would be written (0 when it cannot be serialized: the write
+/// itself then fails and says why, and nothing is remembered).
+pub fn digest<S: serde::Serialize>(status: &S) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let Ok(json) = serde_json::to_string(status) else {
+        return 0;
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    json.hash(&mut h);
+    h.finish()
 }
 
 impl std::fmt::Debug for Context {
@@ -131,9 +162,14 @@ impl Context {
             &client,
             options.namespace.as_deref(),
         ));
+        let options_first_poll = options.requeue_pending;
+        let identity_reads = Arc::new(crate::credentials::IdentityReads::new(
+            options.identity_read_max_age,
+        ));
         Arc::new(Self {
             client: client.clone(),
             sessions,
+            identity_reads,
             options,
             backoff,
             metrics: ReconcileMetrics::default(),
@@ -148,8 +184,11 @@ impl Context {
             lookups: crate::server::LookupCache::new(ttl),
             template_lookups: crate::machine_template::Lookups::new(ttl),
             converged: Mutex::new(HashMap::new()),
-            pace: crate::pace::Pace::default(),
+            pace: crate::pace::Pace::new(options_first_poll),
             inventories: Mutex::new(HashMap::new()),
+            writes: Mutex::new(HashMap::new()),
+            objects: Mutex::new(HashMap::new()),
+            nudge: Mutex::new(None),
         })
     }
 
@@ -219,6 +258,7 @@ impl Context {
         }
         // A converged object waits on nothing: its wait ended now.
         self.pace.done(key);
+        self.send_due();
     }
 
     /// Requeue delay for `key` waiting on `reason` ([`crate::pace`]): short first
@@ -233,13 +273,55 @@ impl Context {
     /// state), of kind `kind` (no names: the controller and reason), which learns from the
     /// kind's earlier waits.
     pub fn paced(&self, key: &str, kind: &str, text: &str) -> Duration {
-        self.pace.delay(
+        let delay = self.pace.delay(
             key,
             kind,
             text,
             self.options.requeue_pending,
             self.options.requeue_pending_max,
-        )
+        );
+        self.send_due();
+        delay
+    }
+
+    /// Remember that `key` names object `namespace/name` (so a peer's ended wait can wake it).
+    pub fn remember_object(&self, key: &str, namespace: &str, name: &str) {
+        if let Ok(mut m) = self.objects.lock()
+            && m.get(key)
+                .is_none_or(|(ns, n)| ns != namespace || n != name)
+        {
+            m.insert(key.to_owned(), (namespace.to_owned(), name.to_owned()));
+        }
+    }
+
+    /// The objects (`namespace`, `name`) to reconcile now because a peer's wait of their kind
+    /// ended ([`crate::pace`]); the controller passes them to `reconcile_on`. One stream per
+    /// context: a second call replaces the first.
+    pub fn nudges(&self) -> futures::channel::mpsc::UnboundedReceiver<(String, String)> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        if let Ok(mut n) = self.nudge.lock() {
+            *n = Some(tx);
+        }
+        rx
+    }
+
+    fn send_due(&self) {
+        let due = self.pace.due();
+        if due.is_empty() {
+            return;
+        }
+        let (Ok(objects), Ok(nudge)) = (self.objects.lock(), self.nudge.lock()) else {
+            return;
+        };
+        let Some(tx) = nudge.as_ref() else {
+            return;
+        };
+        for key in due {
+            if let Some(object) = objects.get(&key) {
+                // A closed channel (controller stopped) only means nobody listens any more.
+                let _ = tx.unbounded_send(object.clone());
+            }
+        }
     }
 
     /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc`, which renders
@@ -260,9 +342,30 @@ impl Context {
             .and_then(|m| m.get(&(namespace.to_owned(), cluster.to_owned())).cloned())
     }
 
+    /// Whether status with `digest` is what this controller wrote for `key` moments ago.
+    pub fn written_recently(&self, key: &str, digest: u64) -> bool {
+        self.writes.lock().is_ok_and(|w| {
+            w.get(key)
+                .is_some_and(|(at, d)| *d == digest && at.elapsed() < RECENT_WRITE)
+        })
+    }
+
+    /// Remember that status with `digest` was just written for `key`.
+    pub fn record_write(&self, key: &str, digest: u64) {
+        if let Ok(mut w) = self.writes.lock() {
+            if w.len() > WRITES_PRUNE_ABOVE {
+                w.retain(|_, (at, _)| at.elapsed() < RECENT_WRITE);
+            }
+            w.insert(key.to_owned(), (Instant::now(), digest));
+        }
+    }
+
     /// Forget `key` (spec changed, drift found, object deleted).
     pub fn forget_converged(&self, key: &str) {
         if let Ok(mut m) = self.converged.lock() {
+            m.remove(key);
+        }
+        if let Ok(mut m) = self.objects.lock() {
             m.remove(key);
         }
         self.pace.forget(key);

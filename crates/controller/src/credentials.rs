@@ -2,9 +2,12 @@
 //! namespaceSelector is checked on every call) → OpenStack session from the shared cache.
 //!
 //! Secrets are read by name only (no list/watch of Secrets), so the manager needs no
-//! cluster-wide Secret read beyond `get`.
+//! cluster-wide Secret read beyond `get`. Those reads, and those of the identity and the
+//! namespace, are shared for a few seconds by the reconciles that need them
+//! ([`IdentityReads`]).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use capo_api::v1alpha1::OpenStackClusterIdentity;
 use capo_api::v1beta1::{IdentityRefType, OpenStackIdentityReference};
@@ -18,6 +21,27 @@ use kube::Api;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::recent_reads::RecentReads;
+
+/// The live reads behind a session, shared by every controller of the manager for
+/// `Options::identity_read_max_age`: a rotated Secret is used at most that late.
+#[derive(Debug)]
+pub struct IdentityReads {
+    secrets: RecentReads<BTreeMap<String, Vec<u8>>>,
+    identities: RecentReads<ClusterIdentitySpec>,
+    namespaces: RecentReads<BTreeMap<String, String>>,
+}
+
+impl IdentityReads {
+    /// Reads reused for `max_age`.
+    pub fn new(max_age: Duration) -> Self {
+        Self {
+            secrets: RecentReads::new(max_age),
+            identities: RecentReads::new(max_age),
+            namespaces: RecentReads::new(max_age),
+        }
+    }
+}
 
 /// The session for `identity_ref`, requested by the object `object` (e.g.
 /// `OpenStackCluster ns/name`, for messages) in `namespace`.
@@ -64,21 +88,18 @@ pub async fn credentials_for(
             .map_err(|e| Error::Credentials(format!("{object}: {e}")))?
         }
     };
-    let secret = Api::<Secret>::namespaced(ctx.client.clone(), &secret_ns)
-        .get_opt(&secret_name)
-        .await
-        .map_err(|e| Error::kube(format!("get Secret {secret_ns}/{secret_name}"), e))?
+    let data = ctx
+        .identity_reads
+        .secrets
+        .get(&format!("{secret_ns}/{secret_name}"), || {
+            read_secret(ctx, &secret_ns, &secret_name)
+        })
+        .await?
         .ok_or_else(|| {
             Error::Credentials(format!(
                 "{object}: identityRef Secret {secret_ns}/{secret_name} not found"
             ))
         })?;
-    let data: BTreeMap<String, Vec<u8>> = secret
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect();
     Credentials::from_secret(
         object,
         &secret_ns,
@@ -90,7 +111,33 @@ pub async fn credentials_for(
     .map_err(|e| Error::Credentials(e.to_string()))
 }
 
+/// The Secret's data (None: not found); never logged.
+async fn read_secret(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<BTreeMap<String, Vec<u8>>>> {
+    let secret = Api::<Secret>::namespaced(ctx.client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| Error::kube(format!("get Secret {namespace}/{name}"), e))?;
+    Ok(secret.map(|s| {
+        s.data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect()
+    }))
+}
+
 async fn get_cluster_identity(ctx: &Context, name: &str) -> Result<Option<ClusterIdentitySpec>> {
+    ctx.identity_reads
+        .identities
+        .get(name, || read_cluster_identity(ctx, name))
+        .await
+}
+
+async fn read_cluster_identity(ctx: &Context, name: &str) -> Result<Option<ClusterIdentitySpec>> {
     let found = Api::<OpenStackClusterIdentity>::all(ctx.client.clone())
         .get_opt(name)
         .await
@@ -114,9 +161,16 @@ async fn get_cluster_identity(ctx: &Context, name: &str) -> Result<Option<Cluste
 }
 
 async fn namespace_labels(ctx: &Context, namespace: &str) -> Result<BTreeMap<String, String>> {
-    let ns = Api::<Namespace>::all(ctx.client.clone())
-        .get(namespace)
-        .await
-        .map_err(|e| Error::kube(format!("get Namespace {namespace}"), e))?;
-    Ok(ns.metadata.labels.unwrap_or_default())
+    let labels = ctx
+        .identity_reads
+        .namespaces
+        .get(namespace, || async {
+            let ns = Api::<Namespace>::all(ctx.client.clone())
+                .get(namespace)
+                .await
+                .map_err(|e| Error::kube(format!("get Namespace {namespace}"), e))?;
+            Ok(Some(ns.metadata.labels.unwrap_or_default()))
+        })
+        .await?;
+    Ok(labels.unwrap_or_default())
 }

@@ -47,6 +47,7 @@ pub mod machine_template;
 pub mod metrics;
 pub mod pace;
 pub mod pool;
+pub mod recent_reads;
 pub mod runtime;
 pub mod server;
 pub mod server_spec;

@@ -205,6 +205,12 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     }
 }
 
+/// Key of `obj` in the context's memo tables: its ownership ID (stable across `clusterctl
+/// move`) and the controller.
+fn key_of<K: Reconciled>(obj: &K) -> String {
+    format!("{}/{}", runtime::owner_id(obj), K::CONTROLLER)
+}
+
 /// One reconcile's view of an object: the object, its status being built, and the status last
 /// written (so a step writes only when something changed).
 pub struct Scope<'a, K: Reconciled> {
@@ -232,11 +238,13 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     pub fn new(ctx: &'a Context, obj: &'a K) -> Self {
         let namespace = obj.namespace().unwrap_or_default();
         let status = obj.status().cloned().unwrap_or_default();
+        let name = obj.name_any();
+        ctx.remember_object(&key_of(obj), &namespace, &name);
         Self {
             ctx,
             obj,
             api: Api::namespaced(ctx.client.clone(), &namespace),
-            name: obj.name_any(),
+            name,
             namespace,
             owner: obj.cloud_owner(),
             step: K::first_step(&status),
@@ -247,7 +255,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
 
     /// Key of this object in the context's memo tables (stable across `clusterctl move`).
     pub fn key(&self) -> String {
-        format!("{}/{}", runtime::owner_id(self.obj), K::CONTROLLER)
+        key_of(self.obj)
     }
 
     /// `Kind ns/name`, for messages.
@@ -276,14 +284,54 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         conditions::set(K::conditions(&mut self.status), type_, state);
     }
 
-    /// Write status if it changed since the last write.
+    /// Write status if it changed since the last write. A reconcile that started from a
+    /// store one event behind this controller's own last write computes that write again: it
+    /// is not sent twice ([`Context::written_recently`]).
     pub async fn flush(&mut self) -> Result<()> {
         if self.status == self.written {
             return Ok(());
         }
+        let digest = crate::context::digest(&self.status);
+        if self.ctx.written_recently(&self.key(), digest) {
+            self.written = self.status.clone();
+            return Ok(());
+        }
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let changed = self.changed_conditions();
+            tracing::debug!(object = %self.object(), ?changed, "writing status");
+        }
         crate::status::apply_status(&self.api, &self.name, &self.status).await?;
+        self.ctx.record_write(&self.key(), digest);
         self.written = self.status.clone();
         Ok(())
+    }
+
+    /// [`Scope::flush`] when a condition, or whether the object is provisioned, changed since
+    /// the last write; other changed fields wait for the next write. For progress a reconcile
+    /// derives again each time (a machine mirrors the ports and ID its server records on its
+    /// way to ACTIVE): Ready already tells the progress, and one write per stage is enough.
+    pub async fn flush_progress(&mut self) -> Result<()> {
+        let same = K::conditions(&mut self.status) == K::conditions(&mut self.written)
+            && K::provisioned(&self.status) == K::provisioned(&self.written);
+        if same {
+            return Ok(());
+        }
+        self.flush().await
+    }
+
+    /// `type=reason: message` of the conditions that differ from the last write (what a status
+    /// write is for, in debug logs; condition messages never carry secrets).
+    fn changed_conditions(&mut self) -> Vec<String> {
+        let before = K::conditions(&mut self.written).clone();
+        K::conditions(&mut self.status)
+            .iter()
+            .filter(|c| !before.contains(c))
+            .map(|c| {
+                let reason = c.reason.as_deref().unwrap_or(&c.status);
+                let message = c.message.as_deref().unwrap_or_default();
+                format!("{}={reason}: {message}", c.r#type)
+            })
+            .collect()
     }
 
     /// Record pause in the `Paused` condition, written at once when it changes (absent counts

@@ -68,6 +68,8 @@ pub async fn run(
         .openstack_machines
         .adopt(&store, ctx.options.watch_filter.as_deref());
     Controller::for_stream(trigger, store.clone())
+        // Objects whose peers' waits just ended (see `crate::pace`).
+        .reconcile_on(crate::runtime::nudged(&ctx))
         .owns(servers, wc.clone())
         .watches_stream(spec_changes(capi, wc.clone()), |m: Machine| {
             let ns = m.namespace();

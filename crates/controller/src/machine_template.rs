@@ -68,6 +68,8 @@ pub async fn run(
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(templates, wc.clone());
     Controller::for_stream(trigger, store.clone())
+        // Objects whose peers' waits just ended (see `crate::pace`).
+        .reconcile_on(crate::runtime::nudged(&ctx))
         .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
             templates_of_cluster(&store, &c)
         })

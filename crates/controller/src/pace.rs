@@ -12,12 +12,21 @@
 //! to build thus gets three polls per build, the last within a second of the build ending,
 //! where a fixed ladder would have needed five and been three seconds late. Every delay is
 //! jittered so objects created together do not poll in lockstep.
+//!
+//! Objects created together also tend to finish together (ten servers of one cluster, three
+//! control-plane members of one load balancer): when a wait ends after `T`, the other waits of
+//! its kind that have lasted at least `PEER_SHARE` × `T` are due for a look now ([`Pace::due`]),
+//! once per wait, instead of at their own next poll, which can be half their wait away while
+//! a kind is still unknown.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use capo_openstack::retry::geometric_delay;
+
+/// A wait of the same kind that has lasted this share of one that just ended is looked at now.
+const PEER_SHARE: f64 = 0.9;
 
 /// Weight of the newest observation in a kind's typical length.
 const LEARNING_RATE: f64 = 0.3;
@@ -37,16 +46,37 @@ struct Wait {
     polls: u32,
     /// When the wait started.
     since: Instant,
+    /// Whether a peer's end already made it due.
+    nudged: bool,
 }
 
 /// Current waits per object key and typical lengths per kind.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pace {
     waits: Mutex<HashMap<String, Wait>>,
     typical: Mutex<HashMap<String, Duration>>,
+    due: Mutex<Vec<String>>,
+    /// A wait that ended sooner makes no peer due (it says nothing about theirs).
+    min_peer_wait: Duration,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Self::new(Duration::from_secs(1))
+    }
 }
 
 impl Pace {
+    /// A pace whose ended waits make peers due when they lasted at least `min_peer_wait`.
+    pub fn new(min_peer_wait: Duration) -> Self {
+        Self {
+            waits: Mutex::default(),
+            typical: Mutex::default(),
+            due: Mutex::default(),
+            min_peer_wait,
+        }
+    }
+
     /// The delay before looking again at object `key`, which waits on `text` (a wait of
     /// `kind`). A new `text` ends the object's previous wait, whose length is learnt.
     pub fn delay(
@@ -75,12 +105,14 @@ impl Pace {
                             kind: kind.to_owned(),
                             polls: 1,
                             since: Instant::now(),
+                            nudged: false,
                         },
                     )
                     .map(|w| (w.kind, w.since.elapsed())),
             };
             if let Some((kind, length)) = ended {
                 self.learn(&kind, length);
+                self.peers_due(&mut waits, &kind, length);
             }
             let polls = waits.get(key).map_or(1, |w| w.polls);
             (polls, self.typical(kind))
@@ -101,14 +133,43 @@ impl Pace {
 
     /// Object `key` waits on nothing any more (it converged): its wait ended now.
     pub fn done(&self, key: &str) {
-        let ended = self
-            .waits
+        let Ok(mut waits) = self.waits.lock() else {
+            return;
+        };
+        if let Some(w) = waits.remove(key) {
+            let length = w.since.elapsed();
+            self.learn(&w.kind, length);
+            self.peers_due(&mut waits, &w.kind, length);
+        }
+    }
+
+    /// The objects (keys) due for a look now because a peer's wait ended; each is returned
+    /// once.
+    pub fn due(&self) -> Vec<String> {
+        self.due
             .lock()
-            .ok()
-            .and_then(|mut w| w.remove(key))
-            .map(|w| (w.kind, w.since.elapsed()));
-        if let Some((kind, length)) = ended {
-            self.learn(&kind, length);
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default()
+    }
+
+    /// Mark the waits of `kind` that lasted at least [`PEER_SHARE`] of `length` as due.
+    fn peers_due(&self, waits: &mut HashMap<String, Wait>, kind: &str, length: Duration) {
+        if length < self.min_peer_wait {
+            return;
+        }
+        let threshold = length.mul_f64(PEER_SHARE);
+        let peers: Vec<String> = waits
+            .iter_mut()
+            .filter(|(_, w)| !w.nudged && w.kind == kind && w.since.elapsed() >= threshold)
+            .map(|(k, w)| {
+                w.nudged = true;
+                k.clone()
+            })
+            .collect();
+        if !peers.is_empty()
+            && let Ok(mut due) = self.due.lock()
+        {
+            due.extend(peers);
         }
     }
 
@@ -201,6 +262,29 @@ mod tests {
             t > Duration::from_secs(12) && t < Duration::from_secs(14),
             "{t:?}"
         );
+    }
+
+    #[test]
+    fn an_ended_wait_makes_its_long_waiting_peers_due_once() {
+        let p = Pace::new(Duration::from_millis(20));
+        p.delay("a", "servers", "a building", FIRST, MAX);
+        p.delay("b", "servers", "b building", FIRST, MAX);
+        p.delay("other", "lbs", "lb pending", FIRST, MAX);
+        std::thread::sleep(Duration::from_millis(40));
+        p.delay("c", "servers", "c building", FIRST, MAX);
+        p.delay("c", "servers", "c active", FIRST, MAX);
+        assert!(
+            p.due().is_empty(),
+            "a wait shorter than the minimum says nothing"
+        );
+        p.delay("late", "servers", "late building", FIRST, MAX);
+        p.done("a");
+        assert_eq!(p.due(), vec!["b".to_owned()], "same kind, as long: due");
+        assert!(p.due().is_empty(), "taken once");
+        std::thread::sleep(Duration::from_millis(40));
+        p.done("late");
+        let due = p.due();
+        assert_eq!(due, vec!["c".to_owned()], "b was due once already: {due:?}");
     }
 
     #[test]

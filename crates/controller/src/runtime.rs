@@ -79,7 +79,9 @@ pub fn has_paused_annotation<K: Resource>(obj: &K) -> bool {
 }
 
 /// Annotation holding the ID that ownership tags of this object's cloud resources carry: the
-/// object's UID when it was first reconciled. `clusterctl move` and backup restores recreate
+/// object's UID when it was first reconciled, or a random ID set by the controller that created
+/// it (an OpenStackMachine's server, which would otherwise need a write of its own for it: the
+/// UID is not known before the create). `clusterctl move` and backup restores recreate
 /// objects with new UIDs but keep annotations, so the resources stay recognisably ours.
 pub const OWNER_ID_ANNOTATION: &str = "infrastructure.cluster.x-k8s.io/capo-owner-id";
 
@@ -219,6 +221,19 @@ where
         .applied_objects()
         .predicate_filter(pred, Default::default());
     (reader, stream)
+}
+
+/// The objects of kind `K` due for a look because a peer's wait ended ([`crate::pace`]), for
+/// the controller's `reconcile_on`.
+pub fn nudged<K>(
+    ctx: &crate::context::Context,
+) -> impl futures::Stream<Item = kube::runtime::reflector::ObjectRef<K>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>,
+{
+    use futures::StreamExt;
+    ctx.nudges()
+        .map(|(ns, name)| kube::runtime::reflector::ObjectRef::new(&name).within(&ns))
 }
 
 /// A hash of `obj`'s owner references (a predicate: changes when one is added or removed).

@@ -74,6 +74,8 @@ pub async fn run(
         .openstack_servers
         .adopt(&store, ctx.options.watch_filter.as_deref());
     Controller::for_stream(trigger, store.clone())
+        // Objects whose peers' waits just ended (see `crate::pace`).
+        .reconcile_on(crate::runtime::nudged(&ctx))
         .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
             servers_of_cluster(&store, &c)
         })

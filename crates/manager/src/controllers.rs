@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use capo_controller::credentials::IdentityReads;
 use capo_controller::informers::Informers;
 use capo_controller::metrics::ReconcileMetrics;
 use capo_controller::{Context, Options};
@@ -31,6 +32,8 @@ pub struct Shared {
     pub metrics: ReconcileMetrics,
     /// The watched stores, one set for all controllers (each object held once).
     pub informers: Arc<Informers>,
+    /// Recent identity reads, one set for all controllers.
+    pub identity_reads: Arc<IdentityReads>,
 }
 
 /// Per-controller concurrency (`--openstackcluster-concurrency`, `--openstackmachine-concurrency`).
@@ -59,6 +62,7 @@ impl Shared {
             Ok(mut ctx) => {
                 ctx.metrics = self.metrics.clone();
                 ctx.informers = self.informers.clone();
+                ctx.identity_reads = self.identity_reads.clone();
                 Arc::new(ctx)
             }
             Err(ctx) => ctx,

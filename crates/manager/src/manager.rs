@@ -75,12 +75,16 @@ pub async fn run_with(
         &client,
         options.namespace.as_deref(),
     ));
+    let identity_reads = Arc::new(capo_controller::credentials::IdentityReads::new(
+        options.identity_read_max_age,
+    ));
     let shared = Shared {
         client: client.clone(),
         sessions: Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
         options,
         metrics,
         informers,
+        identity_reads,
     };
     let gates = flags.feature_gates()?;
     tracing::info!(?gates, namespace = ?flags.namespace, watch_filter = ?flags.watch_filter, "starting");

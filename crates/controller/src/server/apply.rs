@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
 use capo_api::constants::condition_types::{FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY};
+use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{
     MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
     TypedLocalObjectReference,
@@ -14,9 +15,9 @@ use capo_cloud::instance::{self, EnsuredVolume, ServerRequest};
 use capo_openstack::Session;
 use capo_openstack::compute::{Server, UserData};
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
 
 use super::Scope;
 use super::cache::LookupCache;
@@ -101,7 +102,7 @@ async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Progress<ResolvedMach
     r.resolve(scope.obj).await
 }
 
-/// Ports (each ID written as soon as it is known), volumes and user data; Waiting while a
+/// Ports (IDs recorded in status, written with the next write), volumes and user data; Waiting while a
 /// volume is still being created or the user data Secret is missing.
 async fn prepare(
     scope: &mut Scope<'_>,
@@ -112,8 +113,9 @@ async fn prepare(
     for (i, spec) in resolved.ports.iter().enumerate() {
         let rec = recorded_port(scope, i);
         let p = instance::ensure_port(s, &scope.owner, spec, rec.as_deref()).await?;
+        // Written with the server's ID (or a failure, or the next wait): a port whose ID was
+        // lost with a crash is found again by name.
         record_port(scope, i, &p.id);
-        scope.flush().await?;
         port_ids.push(p.id);
     }
     let spec = &scope.obj.spec;
@@ -277,7 +279,8 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
     scope.status.ready = true;
     scope.set_instance(State::True);
     scope.flush().await?;
-    if first {
+    if first && !owned_by_machine(scope.obj) {
+        // A machine's server is announced once, by its OpenStackMachine ("Provisioned").
         let note = format!("server {} is ACTIVE", server.id);
         scope
             .event(EventType::Normal, "InstanceReady", "Reconcile", Some(note))
@@ -286,6 +289,13 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
     let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
     Ok(Action::requeue(scope.ctx.options.sync_period))
+}
+
+/// Whether an OpenStackMachine controls this server.
+fn owned_by_machine(oss: &OpenStackServer) -> bool {
+    oss.owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && r.kind == "OpenStackMachine")
 }
 
 /// The pool's floating IP on the first port, reported in FloatingAddressFromPoolReady and as
