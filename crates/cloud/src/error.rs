@@ -97,6 +97,12 @@ impl Error {
         }
     }
 
+    /// True when the cloud answered 409 (in use, or a conflicting state such as a load
+    /// balancer busy with another change).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::OpenStack { source, .. } if matches!(source.kind(), Some(ErrorKind::Conflict)))
+    }
+
     /// True when the cloud answered 404 (the resource is gone).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::OpenStack { source, .. } if source.is_not_found())

@@ -17,13 +17,23 @@
 //! control-plane members of one load balancer): when a wait ends after `T`, the other waits of
 //! its kind that have lasted at least `PEER_SHARE` × `T` are due for a look now ([`Pace::due`]),
 //! once per wait, instead of at their own next poll, which can be half their wait away while
-//! a kind is still unknown.
+//! a kind is still unknown. To that end each wait of an unknown kind runs its ladder at its own
+//! scale, drawn between 2/3 and 1 (one step of 1.5): waits started together then poll at
+//! staggered times that cover the gaps between steps, and the first to see the end wakes the
+//! rest.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use capo_openstack::retry::geometric_delay;
+use rand::Rng;
+
+/// Growth of an unknown kind's polls.
+const LADDER: f64 = 1.5;
+
+/// Scales of an unknown kind's ladder: one step of [`LADDER`] wide.
+const LADDER_SCALE: std::ops::RangeInclusive<f64> = (1.0 / LADDER)..=1.0;
 
 /// A wait of the same kind that has lasted this share of one that just ended is looked at now.
 const PEER_SHARE: f64 = 0.9;
@@ -48,6 +58,8 @@ struct Wait {
     since: Instant,
     /// Whether a peer's end already made it due.
     nudged: bool,
+    /// This wait's ladder scale (see the module's comment).
+    scale: f64,
 }
 
 /// Current waits per object key and typical lengths per kind.
@@ -88,7 +100,7 @@ impl Pace {
         max: Duration,
     ) -> Duration {
         let max = max.max(first);
-        let (polls, kind_typical) = {
+        let (polls, scale, kind_typical) = {
             let Ok(mut waits) = self.waits.lock() else {
                 return first;
             };
@@ -106,6 +118,7 @@ impl Pace {
                             polls: 1,
                             since: Instant::now(),
                             nudged: false,
+                            scale: rand::rng().random_range(LADDER_SCALE),
                         },
                     )
                     .map(|w| (w.kind, w.since.elapsed())),
@@ -114,11 +127,11 @@ impl Pace {
                 self.learn(&kind, length);
                 self.peers_due(&mut waits, &kind, length);
             }
-            let polls = waits.get(key).map_or(1, |w| w.polls);
-            (polls, self.typical(kind))
+            let (polls, scale) = waits.get(key).map_or((1, 1.0), |w| (w.polls, w.scale));
+            (polls, scale, self.typical(kind))
         };
         match kind_typical {
-            None => geometric_delay(first, max, polls, 1.5, 0.8..=1.2),
+            None => geometric_delay(first.mul_f64(scale), max, polls, LADDER, 0.95..=1.05),
             Some(t) if polls == 1 => {
                 let cap = max.saturating_mul(LEARNT_FIRST_POLL_CAP);
                 let jump = t.mul_f64(0.8).clamp(first, cap);
@@ -208,12 +221,13 @@ mod tests {
         let d: Vec<Duration> = (0..12)
             .map(|_| p.delay("a", "k", "w", FIRST, MAX))
             .collect();
+        // Scale 2/3..1, jitter 0.95..1.05.
         assert!(
-            d[0] >= Duration::from_millis(800) && d[0] <= Duration::from_millis(1200),
+            d[0] >= Duration::from_millis(630) && d[0] <= Duration::from_millis(1050),
             "{d:?}"
         );
         assert!(
-            d[2] >= Duration::from_millis(1800) && d[2] <= Duration::from_millis(2700),
+            d[2] >= Duration::from_millis(1420) && d[2] <= Duration::from_millis(2370),
             "{d:?}"
         );
         assert!(d.iter().all(|x| *x <= MAX), "{d:?}");

@@ -1,13 +1,16 @@
-//! Client-side rate limit of the Kubernetes client (`--kube-api-qps`, `--kube-api-burst`), a
-//! token bucket like client-go's: `burst` requests may go at once, then `qps` per second.
+//! Client-side rate limit of the Kubernetes client (`--kube-api-qps`, `--kube-api-burst`): a
+//! token bucket like client-go's, one per resource (`openstackmachines`, `secrets`, ...), as
+//! upstream's manager has: controller-runtime builds one REST client per kind, and client-go
+//! gives each REST client its own bucket, so the same flags mean the same budget for both.
+//! `burst` requests of a resource may go at once, then `qps` per second.
 //!
-//! The kube client puts its service stack behind a buffer, so requests reach this layer one at
-//! a time; waiting in `poll_ready` therefore delays each request until a token is available,
-//! without holding back responses already on their way (long-running watches take one token
-//! when they start, as in client-go).
+//! A request waits for its resource's token before it is sent; requests of other resources
+//! pass meanwhile (long-running watches take one token when they start, as in client-go).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -69,19 +72,20 @@ impl TokenBucket {
         }
     }
 
-    /// Take a token at `now`, or say how long to wait for one.
-    pub fn take(&mut self, now: Instant) -> Result<(), Duration> {
+    /// Take a token at `now`, possibly one not refilled yet: how long until it is (zero when
+    /// one was there). Later callers queue behind it.
+    pub fn reserve(&mut self, now: Instant) -> Duration {
         if self.qps <= 0.0 {
-            return Ok(());
+            return Duration::ZERO;
         }
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
         self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
+        self.tokens -= 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
         } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.qps))
+            Duration::from_secs_f64(-self.tokens / self.qps)
         }
     }
 }
@@ -95,7 +99,7 @@ pub struct RateLimitLayer {
 }
 
 impl RateLimitLayer {
-    /// `qps` requests per second with bursts of `burst`, counted in `metrics`.
+    /// `qps` requests per second per resource with bursts of `burst`, counted in `metrics`.
     pub fn new(qps: f32, burst: u32, metrics: ClientMetrics) -> Self {
         Self {
             qps: f64::from(qps),
@@ -110,57 +114,78 @@ impl<S> Layer<S> for RateLimitLayer {
 
     fn layer(&self, inner: S) -> Self::Service {
         RateLimited {
-            inner,
-            bucket: TokenBucket::new(self.qps, self.burst),
-            sleep: None,
-            permit: false,
+            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            buckets: Arc::new(Mutex::new(HashMap::new())),
+            qps: self.qps,
+            burst: self.burst,
             metrics: self.metrics.clone(),
         }
     }
 }
 
-/// A service that waits for a token before each request.
+/// A service that delays each request until its resource's bucket has a token.
 #[derive(Debug)]
 pub struct RateLimited<S> {
-    inner: S,
-    bucket: TokenBucket,
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// A token was taken for the next `call` (poll_ready may be polled again before it).
-    permit: bool,
+    /// Behind a lock so a request can be sent after its wait, from its own future (the
+    /// buffer in front of this layer dispatches one request at a time anyway).
+    inner: Arc<tokio::sync::Mutex<S>>,
+    buckets: Arc<Mutex<HashMap<String, TokenBucket>>>,
+    qps: f64,
+    burst: u32,
     metrics: ClientMetrics,
 }
 
-impl<S, R> Service<R> for RateLimited<S>
+impl<S> RateLimited<S> {
+    /// How long a request of `resource` sent now must wait (its token is taken: a request
+    /// that must wait holds its place in line).
+    fn reserve(&self, resource: &str) -> Duration {
+        let Ok(mut buckets) = self.buckets.lock() else {
+            return Duration::ZERO;
+        };
+        buckets
+            .entry(resource.to_owned())
+            .or_insert_with(|| TokenBucket::new(self.qps, self.burst))
+            .reserve(Instant::now())
+    }
+}
+
+impl<S, B> Service<http::Request<B>> for RateLimited<S>
 where
-    S: Service<R>,
+    S: Service<http::Request<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    S::Error: Send + 'static,
+    B: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        while !self.permit {
-            if let Some(sleep) = self.sleep.as_mut() {
-                if sleep.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                self.sleep = None;
-            }
-            match self.bucket.take(Instant::now()) {
-                Ok(()) => self.permit = true,
-                Err(wait) => {
-                    self.metrics.throttled.inc_by(wait.as_secs_f64());
-                    self.sleep = Some(Box::pin(tokio::time::sleep(wait)));
-                }
-            }
-        }
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The inner service's readiness is awaited in the request's own future.
+        Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: R) -> Self::Future {
-        self.permit = false;
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let labels = crate::kube_requests::labels(req.method(), req.uri());
+        let resource = labels.resource.split('/').next().unwrap_or_default();
+        let wait = self.reserve(resource);
         self.metrics.requests.inc();
-        self.inner.call(req)
+        if !wait.is_zero() {
+            self.metrics.throttled.inc_by(wait.as_secs_f64());
+        }
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            let sent = {
+                let mut svc = inner.lock().await;
+                std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
+                svc.call(req)
+            };
+            sent.await
+        })
     }
 }
 
@@ -169,21 +194,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bucket_allows_the_burst_then_the_rate() {
+    fn bucket_allows_the_burst_then_queues_at_the_rate() {
         let t0 = Instant::now();
         let mut b = TokenBucket::new(20.0, 3);
         for _ in 0..3 {
-            assert_eq!(b.take(t0), Ok(()));
+            assert_eq!(b.reserve(t0), Duration::ZERO);
         }
-        let wait = b.take(t0).unwrap_err();
+        let wait = b.reserve(t0);
         assert!((wait.as_secs_f64() - 0.05).abs() < 1e-9, "{wait:?}");
-        assert_eq!(b.take(t0 + Duration::from_millis(50)), Ok(()));
+        let next = b.reserve(t0);
+        assert!(
+            (next.as_secs_f64() - 0.10).abs() < 1e-9,
+            "queued behind: {next:?}"
+        );
         // A long pause refills up to the burst, not beyond.
         let later = t0 + Duration::from_secs(60);
         for _ in 0..3 {
-            assert_eq!(b.take(later), Ok(()));
+            assert_eq!(b.reserve(later), Duration::ZERO);
         }
-        assert!(b.take(later).is_err());
+        assert!(b.reserve(later) > Duration::ZERO);
     }
 
     #[test]
@@ -191,14 +220,14 @@ mod tests {
         let mut b = TokenBucket::new(-1.0, 0);
         let now = Instant::now();
         for _ in 0..1000 {
-            assert_eq!(b.take(now), Ok(()));
+            assert_eq!(b.reserve(now), Duration::ZERO);
         }
     }
 
     /// Counts calls; always ready.
     struct Count(u32);
 
-    impl Service<()> for Count {
+    impl Service<http::Request<()>> for Count {
         type Response = u32;
         type Error = std::convert::Infallible;
         type Future = std::future::Ready<Result<u32, Self::Error>>;
@@ -207,35 +236,44 @@ mod tests {
             Poll::Ready(Ok(()))
         }
 
-        fn call(&mut self, (): ()) -> Self::Future {
+        fn call(&mut self, _: http::Request<()>) -> Self::Future {
             self.0 += 1;
             std::future::ready(Ok(self.0))
         }
     }
 
-    async fn ready<S: Service<()>>(s: &mut S) {
-        std::future::poll_fn(|cx| s.poll_ready(cx))
-            .await
-            .map_err(|_| ())
-            .unwrap();
+    fn get(path: &str) -> http::Request<()> {
+        let mut r = http::Request::new(());
+        *r.uri_mut() = path.parse().unwrap();
+        r
     }
 
     #[tokio::test]
-    async fn service_waits_for_tokens() {
+    async fn each_resource_waits_for_its_own_tokens() {
         let metrics = ClientMetrics::default();
         let mut svc = RateLimitLayer::new(20.0, 2, metrics.clone()).layer(Count(0));
         let started = Instant::now();
+        let secrets = "/api/v1/namespaces/a/secrets/s";
+        let machines =
+            "/apis/infrastructure.cluster.x-k8s.io/v1beta1/namespaces/a/openstackmachines/m/status";
+        let mut pending = Vec::new();
         for _ in 0..6 {
-            ready(&mut svc).await;
-            svc.call(()).await.unwrap();
+            pending.push(svc.call(get(secrets)));
+        }
+        // Another resource is not held up by the queue of the first.
+        svc.call(get(machines)).await.unwrap();
+        assert!(started.elapsed() < Duration::from_millis(100));
+        for p in pending {
+            p.await.unwrap();
         }
         // 2 at once, then 4 more at 20/s: at least 200 ms.
         let took = started.elapsed();
         assert!(took >= Duration::from_millis(190), "{took:?}");
         assert!(took < Duration::from_secs(2), "{took:?}");
-        assert_eq!(svc.inner.0, 6);
-        assert_eq!(metrics.requests(), 6);
+        assert_eq!(svc.inner.lock().await.0, 7);
+        assert_eq!(metrics.requests(), 7);
         let waited = metrics.throttled.get();
-        assert!((0.15..0.3).contains(&waited), "{waited}");
+        // Reserved waits 50, 100, 150, 200 ms.
+        assert!((0.45..0.55).contains(&waited), "{waited}");
     }
 }

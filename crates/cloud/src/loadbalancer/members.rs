@@ -42,6 +42,19 @@ async fn active_lb(s: &Session, lb_id: &str) -> Result<Progress<LbWithRefs>> {
     Ok(progress.map(|()| lb))
 }
 
+/// After a failed member change: Waiting when Octavia refused it with 409 because the load
+/// balancer is busy with another change (control-plane machines joining or leaving together
+/// race for it; a progress state, not a failure), else the error.
+async fn busy_or(s: &Session, lb_id: &str, err: Error) -> Result<Progress> {
+    if !err.is_conflict() {
+        return Err(err);
+    }
+    match active_lb(s, lb_id).await? {
+        Progress::Done(_) => Err(err),
+        busy => Ok(busy.map(|_| ())),
+    }
+}
+
 /// The pool of one port (via the listener named `<lb>-<port>`).
 async fn pool_of(
     s: &Session,
@@ -111,10 +124,13 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                     protocol_port: proto_port,
                     subnet_id: None,
                 };
-                lbaas::create_member(s, &pool.id, &body)
+                let created = lbaas::create_member(s, &pool.id, &body)
                     .await
-                    .ctx(|| format!("create member {name}"))?;
-                return Ok(Progress::Waiting(format!("member {name} created")));
+                    .ctx(|| format!("create member {name}"));
+                return match created {
+                    Ok(_) => Ok(Progress::Waiting(format!("member {name} created"))),
+                    Err(e) => busy_or(s, t.lb_id, e).await,
+                };
             }
         }
     }
@@ -145,11 +161,10 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
             .ctx(|| format!("list members of pool {}", pool.id))?;
         if let Some(m) = members.iter().find(|m| m.name == name) {
             let deleted = lbaas::delete_member(s, &pool.id, &m.id).await;
-            if deleted
-                .ctx_opt(|| format!("delete member {}", m.id))?
-                .is_none()
-            {
-                continue;
+            match deleted.ctx_opt(|| format!("delete member {}", m.id)) {
+                Ok(None) => continue,
+                Ok(Some(_)) => {}
+                Err(e) => return busy_or(s, t.lb_id, e).await,
             }
             return Ok(Progress::Waiting(format!("member {name} deleted")));
         }
