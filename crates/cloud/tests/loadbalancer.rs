@@ -615,9 +615,20 @@ async fn lost_replies_on_child_creates_leave_one_of_each() {
         after_action: true,
         ..Default::default()
     };
+    // Octavia refuses the fully populated create once (as a provider that takes no part of the
+    // tree would): the load balancer is created alone and its children one by one, each of
+    // whose first reply is lost.
+    let refused = FaultSpec {
+        method: Some("POST".into()),
+        path_regex: "/lbaas/loadbalancers$".into(),
+        status: 400,
+        count: Some(1),
+        ..Default::default()
+    };
     env.sim
         .control()
         .add_faults(vec![
+            refused,
             lost("listeners"),
             lost("pools"),
             lost("healthmonitors"),

@@ -278,6 +278,7 @@ async fn create_lb(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult 
             format!("Validation failure: Invalid flavor_id: {f}"),
         ));
     }
+    children::check_graph(&req["listeners"])?;
     let id = new_id();
     let (port, own) = vip_port(&mut w, &ctx, &req, &id)?;
     let now = ts();
@@ -292,6 +293,7 @@ async fn create_lb(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult 
         "_own_vip_port": own,
     });
     w.insert(LB, &id, &ctx.project, lb);
+    children::create_graph(&mut w, &ctx, &id, &req["listeners"]);
     let delay = w.delays.lb_provision_ms;
     schedule(&mut w, delay, &id);
     let r = w

@@ -3,6 +3,7 @@
 use capo_api::v1beta1::{
     APIServerLoadBalancer, NetworkStatusWithSubnets, OpenStackClusterSpec, Subnet as SubnetStatus,
 };
+use capo_openstack::ErrorKind;
 use capo_openstack::Session;
 use capo_openstack::loadbalancer::{
     self as lbaas, AZ_VERSION, FLAVORS_VERSION, LOAD_BALANCER, LoadBalancer, LoadBalancerCreate,
@@ -13,7 +14,7 @@ use serde::Deserialize;
 
 use crate::Progress;
 use crate::error::{Context, Error, Result};
-use crate::loadbalancer::children::{self, ChildInputs};
+use crate::loadbalancer::children::{self, ChildInputs, PlanInputs};
 use crate::loadbalancer::progress_of;
 use crate::networking::lookup::{Tagged, neutron_filter, pick_owned, resolve_one, subnet_filter};
 use crate::ownership::{Owner, Ownership};
@@ -203,9 +204,22 @@ pub async fn ensure_api_load_balancer(
         out.tags = tags;
         return Ok(out);
     }
+    let spec = lb_spec(inp.spec);
     let child = ChildInputs {
         lb: &found,
-        lb_spec: &lb_spec(inp.spec),
+        plan: plan_inputs(&inp, &spec, version),
+    };
+    let progress = children::ensure_children(s, child).await?;
+    Ok(report(lb, progress))
+}
+
+fn plan_inputs<'a>(
+    inp: &LbInputs<'a>,
+    spec: &'a APIServerLoadBalancer,
+    version: capo_openstack::ApiVersion,
+) -> PlanInputs<'a> {
+    PlanInputs {
+        lb_spec: spec,
         api_port: inp.spec.api_server_port(),
         sources: crate::loadbalancer::cidrs::CidrSources {
             bastion_ips: inp.bastion_ips,
@@ -213,9 +227,7 @@ pub async fn ensure_api_load_balancer(
             router_ips: inp.router_ips,
         },
         vip_acl: version >= lbaas::VIP_ACL_VERSION,
-    };
-    let progress = children::ensure_children(s, child).await?;
-    Ok(report(lb, progress))
+    }
 }
 
 fn report(lb: &LoadBalancer, progress: Progress) -> ApiLoadBalancer {
@@ -247,6 +259,11 @@ async fn create_lb(
         Some(f) if version >= FLAVORS_VERSION => flavor_if_exists(s, f).await?,
         _ => None,
     };
+    let listeners = children::graph(&children::port_plans(
+        &name,
+        provider.as_deref(),
+        &plan_inputs(&inp, &lbs, version),
+    )?);
     let body = LoadBalancerCreate {
         name: name.clone(),
         description: Some(format!(
@@ -271,10 +288,25 @@ async fn create_lb(
         } else {
             Vec::new()
         },
+        listeners,
     };
-    lbaas::create(s, LOAD_BALANCER, &body)
-        .await
-        .ctx(|| format!("create loadbalancer {name}"))
+    let created = lbaas::create(s, LOAD_BALANCER, &body).await;
+    match created {
+        // A provider that refuses part of the tree (the cloud's default provider is not known
+        // before the create: ovn takes no ROUND_ROBIN) created nothing: create the load
+        // balancer alone, and its children one by one once it is ACTIVE.
+        Err(e) if matches!(e.kind(), Some(ErrorKind::BadRequest)) => {
+            tracing::info!(lb = %name, error = %e, "Octavia refused the fully populated create; creating the load balancer alone");
+            let alone = LoadBalancerCreate {
+                listeners: Vec::new(),
+                ..body
+            };
+            lbaas::create(s, LOAD_BALANCER, &alone)
+                .await
+                .ctx(|| format!("create loadbalancer {name}"))
+        }
+        other => other.ctx(|| format!("create loadbalancer {name}")),
+    }
 }
 
 /// The provider name when Octavia offers it (upstream ignores an unknown provider).

@@ -10,8 +10,8 @@
 use capo_api::v1beta1::APIServerLoadBalancer;
 use capo_openstack::Session;
 use capo_openstack::loadbalancer::{
-    self as lbaas, HEALTH_MONITOR, HealthMonitor, HealthMonitorCreate, LISTENER, Listener,
-    ListenerCreate, POOL, Pool, PoolCreate,
+    self as lbaas, HEALTH_MONITOR, HealthMonitor, HealthMonitorCreate, HealthMonitorGraph,
+    LISTENER, Listener, ListenerCreate, ListenerGraph, POOL, Pool, PoolCreate, PoolGraph,
 };
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -66,14 +66,19 @@ pub fn api_ports(api_port: i32, spec: &APIServerLoadBalancer) -> Vec<i32> {
     out
 }
 
-/// Inputs of [`ensure_children`].
-pub(crate) struct ChildInputs<'a> {
-    pub lb: &'a LbWithRefs,
+/// What the API ports' children are planned from.
+pub(crate) struct PlanInputs<'a> {
     pub lb_spec: &'a APIServerLoadBalancer,
     pub api_port: i32,
     pub sources: CidrSources<'a>,
     /// Octavia ≥ 2.12 (listener `allowed_cidrs`).
     pub vip_acl: bool,
+}
+
+/// Inputs of [`ensure_children`].
+pub(crate) struct ChildInputs<'a> {
+    pub lb: &'a LbWithRefs,
+    pub plan: PlanInputs<'a>,
 }
 
 /// GET by ID; 404 (or an object already DELETED) is `None`.
@@ -98,35 +103,85 @@ pub(crate) async fn listeners_of(s: &Session, lb: &LbWithRefs) -> Result<Vec<Lis
     Ok(out)
 }
 
+/// What one API port's listener, pool and monitor should look like.
+pub(crate) struct PortPlan {
+    name: String,
+    port: u16,
+    /// `None`: allowed_cidrs unsupported, leave them alone.
+    cidrs: Option<Vec<String>>,
+    algorithm: &'static str,
+    monitor: MonitorSettings,
+}
+
+/// One [`PortPlan`] per API port of a load balancer named `lb_name` of `provider`.
+pub(crate) fn port_plans(
+    lb_name: &str,
+    provider: Option<&str>,
+    c: &PlanInputs<'_>,
+) -> Result<Vec<PortPlan>> {
+    let ovn = provider == Some("ovn");
+    // allowed_cidrs needs Octavia 2.12 and is not implemented by the ovn provider.
+    let acl = c.vip_acl && !ovn;
+    let cidrs = acl.then(|| allowed_cidrs(&c.lb_spec.allowed_cidrs, &c.sources));
+    let monitor = monitor_settings(c.lb_spec);
+    api_ports(c.api_port, c.lb_spec)
+        .into_iter()
+        .map(|port| {
+            let proto_port = u16::try_from(port)
+                .map_err(|_| Error::InvalidSpec(format!("API port {port} out of range")))?;
+            Ok(PortPlan {
+                name: capo_api::names::lb_listener_name(lb_name, port),
+                port: proto_port,
+                cidrs: cidrs.clone(),
+                algorithm: if ovn { "SOURCE_IP_PORT" } else { "ROUND_ROBIN" },
+                monitor,
+            })
+        })
+        .collect()
+}
+
+/// The listeners, pools and monitors to create with the load balancer itself (Octavia's
+/// fully populated create): one wait for the whole tree instead of one per object, each of
+/// which locks the load balancer for an update.
+pub(crate) fn graph(plans: &[PortPlan]) -> Vec<ListenerGraph> {
+    plans
+        .iter()
+        .map(|p| ListenerGraph {
+            name: p.name.clone(),
+            protocol: "TCP".into(),
+            protocol_port: p.port,
+            allowed_cidrs: p.cidrs.clone().unwrap_or_default(),
+            default_pool: Some(PoolGraph {
+                name: p.name.clone(),
+                protocol: "TCP".into(),
+                lb_algorithm: p.algorithm.into(),
+                healthmonitor: Some(HealthMonitorGraph {
+                    name: p.name.clone(),
+                    monitor_type: "TCP".into(),
+                    delay: p.monitor.delay,
+                    timeout: p.monitor.timeout,
+                    max_retries: p.monitor.max_retries,
+                    max_retries_down: p.monitor.max_retries_down,
+                }),
+            }),
+        })
+        .collect()
+}
+
 /// Ensure one listener + pool + monitor per API port; stops at the first write (Octavia
 /// locks the load balancer until it has applied it).
 pub(crate) async fn ensure_children(s: &Session, c: ChildInputs<'_>) -> Result<Progress> {
     let listeners = listeners_of(s, c.lb).await?;
-    let ovn = c.lb.lb.provider.as_deref() == Some("ovn");
-    // allowed_cidrs needs Octavia 2.12 and is not implemented by the ovn provider.
-    let acl = c.vip_acl && !ovn;
-    let cidrs = if acl {
-        allowed_cidrs(&c.lb_spec.allowed_cidrs, &c.sources)
-    } else {
-        Vec::new()
-    };
-    let monitor = monitor_settings(c.lb_spec);
-    for port in api_ports(c.api_port, c.lb_spec) {
-        let name = capo_api::names::lb_listener_name(&c.lb.lb.name, port);
-        let proto_port = u16::try_from(port)
-            .map_err(|_| Error::InvalidSpec(format!("API port {port} out of range")))?;
+    let plans = port_plans(&c.lb.lb.name, c.lb.lb.provider.as_deref(), &c.plan)?;
+    for plan in &plans {
         let want = Want {
             lb_id: &c.lb.lb.id,
-            name: &name,
-            port: proto_port,
-            cidrs: acl.then_some(cidrs.as_slice()),
-            algorithm: if ovn { "SOURCE_IP_PORT" } else { "ROUND_ROBIN" },
-            monitor,
+            plan,
         };
         let found = listeners
             .iter()
-            .find(|l| l.name == name)
-            .or_else(|| listeners.iter().find(|l| l.protocol_port == proto_port));
+            .find(|l| l.name == plan.name)
+            .or_else(|| listeners.iter().find(|l| l.protocol_port == plan.port));
         let step = match found {
             None => create_listener(s, &want).await?,
             Some(l) => ensure_port(s, &want, l).await?,
@@ -138,29 +193,25 @@ pub(crate) async fn ensure_children(s: &Session, c: ChildInputs<'_>) -> Result<P
     Ok(Progress::Done(()))
 }
 
-/// What one port should look like.
+/// What one port should look like, on load balancer `lb_id`.
 struct Want<'a> {
     lb_id: &'a str,
-    name: &'a str,
-    port: u16,
-    /// `None`: allowed_cidrs unsupported, leave them alone.
-    cidrs: Option<&'a [String]>,
-    algorithm: &'static str,
-    monitor: MonitorSettings,
+    plan: &'a PortPlan,
 }
 
 async fn create_listener(s: &Session, w: &Want<'_>) -> Result<Progress> {
+    let p = w.plan;
     let body = ListenerCreate {
-        name: w.name.to_owned(),
+        name: p.name.clone(),
         protocol: "TCP".into(),
-        protocol_port: w.port,
+        protocol_port: p.port,
         loadbalancer_id: w.lb_id.to_owned(),
-        allowed_cidrs: w.cidrs.map(<[String]>::to_vec).unwrap_or_default(),
+        allowed_cidrs: p.cidrs.clone().unwrap_or_default(),
     };
     let _: Listener = lbaas::create(s, LISTENER, &body)
         .await
-        .ctx(|| format!("create listener {}", w.name))?;
-    Ok(Progress::Waiting(format!("listener {} created", w.name)))
+        .ctx(|| format!("create listener {}", p.name))?;
+    Ok(Progress::Waiting(format!("listener {} created", p.name)))
 }
 
 async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress> {
@@ -168,7 +219,7 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
     if !p.is_done() {
         return Ok(p);
     }
-    if let Some(cidrs) = w.cidrs
+    if let Some(cidrs) = w.plan.cidrs.as_deref()
         && !same_set(l.allowed_cidrs.as_deref().unwrap_or_default(), cidrs)
     {
         // null resets to "allow all"; an empty list is not accepted by every Octavia.
@@ -188,15 +239,15 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
     };
     let Some(pool) = pool else {
         let body = PoolCreate {
-            name: w.name.to_owned(),
+            name: w.plan.name.clone(),
             protocol: "TCP".into(),
-            lb_algorithm: w.algorithm.into(),
+            lb_algorithm: w.plan.algorithm.into(),
             listener_id: l.id.clone(),
         };
         let _: Pool = lbaas::create(s, POOL, &body)
             .await
-            .ctx(|| format!("create pool {}", w.name))?;
-        return Ok(Progress::Waiting(format!("pool {} created", w.name)));
+            .ctx(|| format!("create pool {}", w.plan.name))?;
+        return Ok(Progress::Waiting(format!("pool {} created", w.plan.name)));
     };
     let p = progress_of(&format!("pool {}", pool.id), &pool.provisioning_status);
     if !p.is_done() {
@@ -210,10 +261,10 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         Some(id) => get_opt::<HealthMonitor>(s, HEALTH_MONITOR, id).await?,
         None => None,
     };
-    let m = w.monitor;
+    let m = w.plan.monitor;
     let Some(hm) = hm else {
         let body = HealthMonitorCreate {
-            name: w.name.to_owned(),
+            name: w.plan.name.clone(),
             pool_id: pool.id.clone(),
             monitor_type: "TCP".into(),
             delay: m.delay,
@@ -223,8 +274,11 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         };
         let _: HealthMonitor = lbaas::create(s, HEALTH_MONITOR, &body)
             .await
-            .ctx(|| format!("create healthmonitor {}", w.name))?;
-        return Ok(Progress::Waiting(format!("monitor {} created", w.name)));
+            .ctx(|| format!("create healthmonitor {}", w.plan.name))?;
+        return Ok(Progress::Waiting(format!(
+            "monitor {} created",
+            w.plan.name
+        )));
     };
     let current = MonitorSettings {
         delay: hm.delay,

@@ -53,6 +53,46 @@ pub struct LoadBalancerCreate {
     pub availability_zone: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Listeners created with the load balancer (Octavia's fully populated create).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ListenerGraph>,
+}
+
+/// A listener inside a fully populated load balancer create.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct ListenerGraph {
+    pub name: String,
+    pub protocol: String,
+    pub protocol_port: u16,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_cidrs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool: Option<PoolGraph>,
+}
+
+/// A listener's default pool inside a fully populated load balancer create.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct PoolGraph {
+    pub name: String,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthmonitor: Option<HealthMonitorGraph>,
+}
+
+/// A pool's health monitor inside a fully populated load balancer create.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct HealthMonitorGraph {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub monitor_type: String,
+    pub delay: u32,
+    pub timeout: u32,
+    pub max_retries: u32,
+    pub max_retries_down: u32,
 }
 
 /// A listener.

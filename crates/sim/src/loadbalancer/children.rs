@@ -177,13 +177,111 @@ async fn create_listener(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiR
         find(&w, &ctx, "pools", "Pool", p)?;
     }
     lock_lb(&mut w, &lb)?;
-    let defaults = json!({"default_pool_id": null, "connection_limit": -1, "allowed_cidrs": null, "default_tls_container_ref": null,
+    let b = base(&ctx, &lb, &req, listener_defaults());
+    store(&mut w, &ctx, "listeners", "listener", b)
+}
+
+fn listener_defaults() -> Value {
+    json!({"default_pool_id": null, "connection_limit": -1, "allowed_cidrs": null, "default_tls_container_ref": null,
         "sni_container_refs": [], "insert_headers": {}, "l7policies": [], "timeout_client_data": 50000, "timeout_member_connect": 5000,
         "timeout_member_data": 50000, "timeout_tcp_inspect": 0, "tls_ciphers": null, "tls_versions": null, "alpn_protocols": null,
         "client_ca_tls_container_ref": null, "client_authentication": "NONE", "client_crl_container_ref": null, "hsts_max_age": null,
-        "hsts_include_subdomains": false, "hsts_preload": false});
-    let b = base(&ctx, &lb, &req, defaults);
-    store(&mut w, &ctx, "listeners", "listener", b)
+        "hsts_include_subdomains": false, "hsts_preload": false})
+}
+
+fn pool_defaults() -> Value {
+    json!({"session_persistence": null, "tls_enabled": false, "tls_container_ref": null, "ca_tls_container_ref": null,
+        "crl_container_ref": null, "tls_ciphers": null, "tls_versions": null, "alpn_protocols": null})
+}
+
+fn monitor_defaults(monitor_type: &str) -> Value {
+    let http = monitor_type.starts_with("HTTP");
+    json!({"max_retries_down": 3, "http_method": if http { json!("GET") } else { Value::Null },
+        "url_path": if http { json!("/") } else { Value::Null }, "expected_codes": if http { json!("200") } else { Value::Null },
+        "http_version": if http { json!(1.0) } else { Value::Null }, "domain_name": null})
+}
+
+/// Validate the listeners of a fully populated load balancer create (`listeners`, each with an
+/// optional `default_pool`, itself with an optional `healthmonitor`), as Octavia does before
+/// creating anything.
+pub fn check_graph(listeners: &Value) -> ApiResult<()> {
+    let Some(list) = listeners.as_array() else {
+        return if listeners.is_null() {
+            Ok(())
+        } else {
+            Err(invalid("listeners. Value: must be a list"))
+        };
+    };
+    let mut ports = Vec::new();
+    for l in list {
+        one_of(l, "protocol", PROTOCOLS)?;
+        let port = l["protocol_port"]
+            .as_i64()
+            .filter(|p| (1..=65535).contains(p))
+            .ok_or_else(|| invalid("protocol_port. Value: must be between 1 and 65535"))?;
+        if ports.contains(&port) {
+            return Err(ApiError::conflict(
+                SVC,
+                "",
+                format!(
+                    "Another Listener on this Load Balancer is already using protocol_port {port}"
+                ),
+            ));
+        }
+        ports.push(port);
+        let pool = &l["default_pool"];
+        if pool.is_null() {
+            continue;
+        }
+        one_of(pool, "lb_algorithm", ALGORITHMS)?;
+        let monitor = &pool["healthmonitor"];
+        if !monitor.is_null() {
+            one_of(monitor, "type", MONITOR_TYPES)?;
+            for k in ["delay", "timeout", "max_retries"] {
+                if monitor[k].as_i64().is_none() {
+                    return Err(invalid(format!(
+                        "{k}. Value: 'None'. Mandatory field missing."
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Create the children of a fully populated load balancer create (checked by
+/// [`check_graph`]), PENDING_CREATE with the load balancer: they go ACTIVE with it.
+pub fn create_graph(w: &mut World, ctx: &Ctx, lb: &str, listeners: &Value) {
+    for l in listeners.as_array().into_iter().flatten() {
+        let mut lreq = l.clone();
+        let pool = lreq
+            .as_object_mut()
+            .and_then(|o| o.remove("default_pool"))
+            .unwrap_or(Value::Null);
+        let mut listener = base(ctx, lb, &lreq, listener_defaults());
+        let listener_id = listener["id"].clone();
+        if !pool.is_null() {
+            let mut preq = pool.clone();
+            let monitor = preq
+                .as_object_mut()
+                .and_then(|o| o.remove("healthmonitor"))
+                .unwrap_or(Value::Null);
+            let mut p = base(ctx, lb, &preq, pool_defaults());
+            p["_listener"] = listener_id.clone();
+            listener["default_pool_id"] = p["id"].clone();
+            if !monitor.is_null() {
+                let ty = monitor["type"].as_str().unwrap_or("TCP").to_string();
+                let mut m = base(ctx, lb, &monitor, monitor_defaults(&ty));
+                m["_pool"] = p["id"].clone();
+                let id = m["id"].as_str().unwrap_or("").to_string();
+                w.insert("healthmonitors", &id, &ctx.project, m);
+            }
+            let id = p["id"].as_str().unwrap_or("").to_string();
+            w.insert("pools", &id, &ctx.project, p);
+        }
+        let id = listener["id"].as_str().unwrap_or("").to_string();
+        w.insert("listeners", &id, &ctx.project, listener);
+    }
 }
 
 async fn create_pool(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult {
@@ -217,9 +315,7 @@ async fn create_pool(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResul
     };
     find(&w, &ctx, "loadbalancers", "Load Balancer", &lb)?;
     lock_lb(&mut w, &lb)?;
-    let defaults = json!({"session_persistence": null, "tls_enabled": false, "tls_container_ref": null, "ca_tls_container_ref": null,
-        "crl_container_ref": null, "tls_ciphers": null, "tls_versions": null, "alpn_protocols": null});
-    let mut b = base(&ctx, &lb, &req, defaults);
+    let mut b = base(&ctx, &lb, &req, pool_defaults());
     if let Some(o) = b.as_object_mut() {
         o.remove("listener_id");
         o.remove("loadbalancer_id");
@@ -309,11 +405,7 @@ async fn create_monitor(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiRe
         ));
     }
     lock_lb(&mut w, &lb)?;
-    let http = ty.starts_with("HTTP");
-    let defaults = json!({"max_retries_down": 3, "http_method": if http { json!("GET") } else { Value::Null },
-        "url_path": if http { json!("/") } else { Value::Null }, "expected_codes": if http { json!("200") } else { Value::Null },
-        "http_version": if http { json!(1.0) } else { Value::Null }, "domain_name": null});
-    let mut b = base(&ctx, &lb, &req, defaults);
+    let mut b = base(&ctx, &lb, &req, monitor_defaults(ty));
     if let Some(o) = b.as_object_mut() {
         o.remove("pool_id");
     }
