@@ -28,16 +28,29 @@ pub(super) async fn cleanup(
     control_plane: bool,
 ) -> Result<Progress> {
     let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
-    // Read live, not from the store: what is handed on (the API floating IP on the server's
-    // first port) is decided from it, and a store one event behind would let the address go
-    // with the port.
-    let oss = servers
-        .get_opt(&scope.name)
-        .await
-        .kctx(|| format!("get OpenStackServer {}", scope.name))?;
     let cond = ingress::condition(control_plane);
     let removed = conditions::get(&scope.status.conditions, cond)
         .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));
+    let hands_over = control_plane
+        && !removed
+        && osc.is_some_and(|o| matches!(ingress::mode(o, true), Mode::FloatingIp(_)));
+    let oss = if hands_over {
+        // Read live: the API floating IP on the server's first port is handed on from it, and
+        // a store one event behind would let the address go with the port.
+        servers
+            .get_opt(&scope.name)
+            .await
+            .kctx(|| format!("get OpenStackServer {}", scope.name))?
+    } else {
+        // The store: one event behind at worst means one more look (the server's deletion
+        // wakes this machine), and a delete of a server already gone is not an error.
+        scope
+            .ctx
+            .informers
+            .openstack_servers
+            .get(&scope.namespace, &scope.name)
+            .await?
+    };
     if !removed && let Some(osc) = osc {
         scope.step = cond;
         let mode = ingress::mode(osc, control_plane);
@@ -48,10 +61,15 @@ pub(super) async fn cleanup(
     }
     if let Some(oss) = oss {
         if oss.metadata.deletion_timestamp.is_none() {
-            servers
+            match servers
                 .delete(&scope.name, &DeleteParams::background())
                 .await
-                .kctx(|| format!("delete OpenStackServer {}", scope.name))?;
+            {
+                Err(kube::Error::Api(ae)) if ae.code == 404 => {}
+                other => {
+                    other.kctx(|| format!("delete OpenStackServer {}", scope.name))?;
+                }
+            }
         }
         scope.status.ready = Some(false);
         // The server's deletion wakes this machine (owned object); the requeue is a safety net.
