@@ -586,8 +586,10 @@ async fn ingress_load_balancer_in_error_is_reported_until_replaced() {
         "{c:?}"
     );
     assert!(!st.ready, "not provisioned while the ingress is broken");
-    // The operator deletes the broken load balancer; capo builds a new one.
-    h.sim().control().clear_faults();
+    // The operator deletes the broken load balancer; capo builds a new one. The load balancer
+    // is deleted while capo still sees it broken (the fault answers its GETs), so capo cannot
+    // have found it healthy and converged in between (a converged cluster would notice the
+    // deletion only at its next resync).
     // (The simulated load balancer is still PENDING_CREATE underneath: retry its 409.)
     let s = h.session();
     let delete = capo_openstack::Request::delete(
@@ -605,6 +607,7 @@ async fn ingress_load_balancer_in_error_is_reported_until_replaced() {
             Err(e) => panic!("delete ingress load balancer: {e}"),
         }
     }
+    h.sim().control().clear_faults();
     let o = h
         .wait_cluster("i1", 60, "ready with a new ingress", |o| {
             o.status.as_ref().is_some_and(|s| s.ready) && ingress_id(o).is_some_and(|new| new != id)
