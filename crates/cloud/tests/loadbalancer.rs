@@ -14,7 +14,7 @@ use capo_cloud::loadbalancer::{self as lb, ApiLoadBalancer, LbInputs};
 use capo_cloud::networking::floating_ip as fip;
 use capo_cloud::{Error, Owner};
 use capo_openstack::loadbalancer::{
-    self as lbaas, LISTENER, LOAD_BALANCER, Listener, ListenerCreate, LoadBalancer,
+    self as lbaas, LISTENER, LOAD_BALANCER, Listener, ListenerBody, ListenerCreate, LoadBalancer,
     LoadBalancerCreate,
 };
 use capo_sim::{Delays, FaultSpec};
@@ -373,11 +373,13 @@ async fn listener_of_another_lb_with_our_name_is_ignored() {
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let body = ListenerCreate {
-            name: decoy.into(),
-            protocol: "TCP".into(),
-            protocol_port: 6443,
+            listener: ListenerBody {
+                name: decoy.into(),
+                protocol: "TCP".into(),
+                protocol_port: 6443,
+                ..Default::default()
+            },
             loadbalancer_id: other.id.clone(),
-            allowed_cidrs: vec![],
         };
         if let Ok(l) = lbaas::create::<Listener>(&env.s, LISTENER, &body).await {
             made = Some(l);

@@ -191,11 +191,14 @@ mod tests {
         let l = create_request(
             LISTENER,
             &ListenerCreate {
-                name: "l".into(),
-                protocol: "TCP".into(),
-                protocol_port: 6443,
+                listener: ListenerBody {
+                    name: "l".into(),
+                    protocol: "TCP".into(),
+                    protocol_port: 6443,
+                    allowed_cidrs: vec!["10.0.0.0/8".into()],
+                    default_pool: None,
+                },
                 loadbalancer_id: "lb".into(),
-                allowed_cidrs: vec!["10.0.0.0/8".into()],
             },
         );
         assert_eq!(

@@ -66,11 +66,13 @@ async fn octavia_calls() {
         &s,
         LISTENER,
         &ListenerCreate {
-            name: "kubeapi-6443".into(),
-            protocol: "TCP".into(),
-            protocol_port: 6443,
+            listener: ListenerBody {
+                name: "kubeapi-6443".into(),
+                protocol: "TCP".into(),
+                protocol_port: 6443,
+                ..Default::default()
+            },
             loadbalancer_id: l.id.clone(),
-            allowed_cidrs: vec![],
         },
     )
     .await
@@ -80,9 +82,12 @@ async fn octavia_calls() {
         &s,
         POOL,
         &PoolCreate {
-            name: "kubeapi-6443".into(),
-            protocol: "TCP".into(),
-            lb_algorithm: "ROUND_ROBIN".into(),
+            pool: PoolBody {
+                name: "kubeapi-6443".into(),
+                protocol: "TCP".into(),
+                lb_algorithm: "ROUND_ROBIN".into(),
+                healthmonitor: None,
+            },
             listener_id: li.id.clone(),
         },
     )
@@ -93,13 +98,15 @@ async fn octavia_calls() {
         &s,
         HEALTH_MONITOR,
         &HealthMonitorCreate {
-            name: "kubeapi-6443".into(),
+            monitor: HealthMonitorBody {
+                name: "kubeapi-6443".into(),
+                monitor_type: "TCP".into(),
+                delay: 10,
+                timeout: 5,
+                max_retries: 5,
+                max_retries_down: 3,
+            },
             pool_id: pool.id.clone(),
-            monitor_type: "TCP".into(),
-            delay: 10,
-            timeout: 5,
-            max_retries: 5,
-            max_retries_down: 3,
         },
     )
     .await

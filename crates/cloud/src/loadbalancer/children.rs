@@ -10,8 +10,8 @@
 use capo_api::v1beta1::APIServerLoadBalancer;
 use capo_openstack::Session;
 use capo_openstack::loadbalancer::{
-    self as lbaas, HEALTH_MONITOR, HealthMonitor, HealthMonitorCreate, HealthMonitorGraph,
-    LISTENER, Listener, ListenerCreate, ListenerGraph, POOL, Pool, PoolCreate, PoolGraph,
+    self as lbaas, HEALTH_MONITOR, HealthMonitor, HealthMonitorBody, HealthMonitorCreate, LISTENER,
+    Listener, ListenerBody, ListenerCreate, POOL, Pool, PoolBody, PoolCreate,
 };
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -143,29 +143,47 @@ pub(crate) fn port_plans(
 /// The listeners, pools and monitors to create with the load balancer itself (Octavia's
 /// fully populated create): one wait for the whole tree instead of one per object, each of
 /// which locks the load balancer for an update.
-pub(crate) fn graph(plans: &[PortPlan]) -> Vec<ListenerGraph> {
+pub(crate) fn graph(plans: &[PortPlan]) -> Vec<ListenerBody> {
     plans
         .iter()
-        .map(|p| ListenerGraph {
-            name: p.name.clone(),
-            protocol: "TCP".into(),
-            protocol_port: p.port,
-            allowed_cidrs: p.cidrs.clone().unwrap_or_default(),
-            default_pool: Some(PoolGraph {
-                name: p.name.clone(),
-                protocol: "TCP".into(),
-                lb_algorithm: p.algorithm.into(),
-                healthmonitor: Some(HealthMonitorGraph {
-                    name: p.name.clone(),
-                    monitor_type: "TCP".into(),
-                    delay: p.monitor.delay,
-                    timeout: p.monitor.timeout,
-                    max_retries: p.monitor.max_retries,
-                    max_retries_down: p.monitor.max_retries_down,
-                }),
+        .map(|p| ListenerBody {
+            default_pool: Some(PoolBody {
+                healthmonitor: Some(monitor_body(p)),
+                ..pool_body(p)
             }),
+            ..listener_body(p)
         })
         .collect()
+}
+
+fn listener_body(p: &PortPlan) -> ListenerBody {
+    ListenerBody {
+        name: p.name.clone(),
+        protocol: "TCP".into(),
+        protocol_port: p.port,
+        allowed_cidrs: p.cidrs.clone().unwrap_or_default(),
+        default_pool: None,
+    }
+}
+
+fn pool_body(p: &PortPlan) -> PoolBody {
+    PoolBody {
+        name: p.name.clone(),
+        protocol: "TCP".into(),
+        lb_algorithm: p.algorithm.into(),
+        healthmonitor: None,
+    }
+}
+
+fn monitor_body(p: &PortPlan) -> HealthMonitorBody {
+    HealthMonitorBody {
+        name: p.name.clone(),
+        monitor_type: "TCP".into(),
+        delay: p.monitor.delay,
+        timeout: p.monitor.timeout,
+        max_retries: p.monitor.max_retries,
+        max_retries_down: p.monitor.max_retries_down,
+    }
 }
 
 /// Ensure one listener + pool + monitor per API port; stops at the first write (Octavia
@@ -202,11 +220,8 @@ struct Want<'a> {
 async fn create_listener(s: &Session, w: &Want<'_>) -> Result<Progress> {
     let p = w.plan;
     let body = ListenerCreate {
-        name: p.name.clone(),
-        protocol: "TCP".into(),
-        protocol_port: p.port,
+        listener: listener_body(p),
         loadbalancer_id: w.lb_id.to_owned(),
-        allowed_cidrs: p.cidrs.clone().unwrap_or_default(),
     };
     let _: Listener = lbaas::create(s, LISTENER, &body)
         .await
@@ -239,9 +254,7 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
     };
     let Some(pool) = pool else {
         let body = PoolCreate {
-            name: w.plan.name.clone(),
-            protocol: "TCP".into(),
-            lb_algorithm: w.plan.algorithm.into(),
+            pool: pool_body(w.plan),
             listener_id: l.id.clone(),
         };
         let _: Pool = lbaas::create(s, POOL, &body)
@@ -264,13 +277,8 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
     let m = w.plan.monitor;
     let Some(hm) = hm else {
         let body = HealthMonitorCreate {
-            name: w.plan.name.clone(),
+            monitor: monitor_body(w.plan),
             pool_id: pool.id.clone(),
-            monitor_type: "TCP".into(),
-            delay: m.delay,
-            timeout: m.timeout,
-            max_retries: m.max_retries,
-            max_retries_down: m.max_retries_down,
         };
         let _: HealthMonitor = lbaas::create(s, HEALTH_MONITOR, &body)
             .await

@@ -55,37 +55,68 @@ pub struct LoadBalancerCreate {
     pub tags: Vec<String>,
     /// Listeners created with the load balancer (Octavia's fully populated create).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub listeners: Vec<ListenerGraph>,
+    pub listeners: Vec<ListenerBody>,
 }
 
-/// A listener inside a fully populated load balancer create.
+/// Create a listener on a load balancer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[allow(missing_docs)]
-pub struct ListenerGraph {
+pub struct ListenerCreate {
+    #[serde(flatten)]
+    pub listener: ListenerBody,
+    pub loadbalancer_id: String,
+}
+
+/// A listener's fields, created alone ([`ListenerCreate`]) or inside a fully populated load
+/// balancer create (with its default pool).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct ListenerBody {
     pub name: String,
     pub protocol: String,
     pub protocol_port: u16,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_cidrs: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_pool: Option<PoolGraph>,
+    pub default_pool: Option<PoolBody>,
 }
 
-/// A listener's default pool inside a fully populated load balancer create.
+/// Create a pool as a listener's default pool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[allow(missing_docs)]
-pub struct PoolGraph {
+pub struct PoolCreate {
+    #[serde(flatten)]
+    pub pool: PoolBody,
+    pub listener_id: String,
+}
+
+/// A pool's fields, created alone ([`PoolCreate`]) or as a listener's `default_pool` inside a
+/// fully populated load balancer create (with its health monitor).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct PoolBody {
     pub name: String,
     pub protocol: String,
+    /// ROUND_ROBIN, or SOURCE_IP_PORT for the ovn provider.
     pub lb_algorithm: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub healthmonitor: Option<HealthMonitorGraph>,
+    pub healthmonitor: Option<HealthMonitorBody>,
 }
 
-/// A pool's health monitor inside a fully populated load balancer create.
+/// Create a health monitor on a pool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[allow(missing_docs)]
-pub struct HealthMonitorGraph {
+pub struct HealthMonitorCreate {
+    #[serde(flatten)]
+    pub monitor: HealthMonitorBody,
+    pub pool_id: String,
+}
+
+/// A health monitor's fields, created alone ([`HealthMonitorCreate`]) or as a pool's
+/// `healthmonitor` inside a fully populated load balancer create.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[allow(missing_docs)]
+pub struct HealthMonitorBody {
     pub name: String,
     #[serde(rename = "type")]
     pub monitor_type: String,
@@ -114,18 +145,6 @@ pub struct Listener {
     pub default_pool_id: Option<String>,
 }
 
-/// Create a listener.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[allow(missing_docs)]
-pub struct ListenerCreate {
-    pub name: String,
-    pub protocol: String,
-    pub protocol_port: u16,
-    pub loadbalancer_id: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub allowed_cidrs: Vec<String>,
-}
-
 /// A pool.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[allow(missing_docs)]
@@ -141,17 +160,6 @@ pub struct Pool {
     pub provisioning_status: String,
     #[serde(default)]
     pub healthmonitor_id: Option<String>,
-}
-
-/// Create a pool.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[allow(missing_docs)]
-pub struct PoolCreate {
-    pub name: String,
-    pub protocol: String,
-    /// ROUND_ROBIN, or SOURCE_IP_PORT for the ovn provider.
-    pub lb_algorithm: String,
-    pub listener_id: String,
 }
 
 /// A pool member.
@@ -199,20 +207,6 @@ pub struct HealthMonitor {
     pub max_retries_down: u32,
     #[serde(default)]
     pub provisioning_status: String,
-}
-
-/// Create a health monitor.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[allow(missing_docs)]
-pub struct HealthMonitorCreate {
-    pub name: String,
-    pub pool_id: String,
-    #[serde(rename = "type")]
-    pub monitor_type: String,
-    pub delay: u32,
-    pub timeout: u32,
-    pub max_retries: u32,
-    pub max_retries_down: u32,
 }
 
 /// An Octavia provider.
