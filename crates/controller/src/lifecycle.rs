@@ -171,13 +171,23 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
             return Ok(Action::requeue(ctx.pending_delay(&key, "Owners")));
         }
     };
-    let paused = K::paused(&owners) || has_paused_annotation(&*obj);
+    let own_pause = has_paused_annotation(&*obj);
+    let owner_pause = K::paused(&owners);
     let obj = K::effective(obj, &owners);
     let mut scope = Scope::new(ctx, &*obj);
-    scope.record_pause(paused).await?;
-    if paused {
+    scope.record_pause(own_pause || owner_pause).await?;
+    if own_pause {
         tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused");
         return Ok(Action::await_change());
+    }
+    if owner_pause {
+        // The owner's pause is read from its store, which can be one event behind the watch
+        // that woke this reconcile (the owner's unpause): look again at the progress pace
+        // (no API request while it lasts) instead of waiting for an event already had.
+        tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused by its owner");
+        return Ok(Action::requeue(
+            scope.ctx.pending_delay(&scope.key(), "Paused"),
+        ));
     }
     if deleting {
         if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
