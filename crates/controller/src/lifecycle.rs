@@ -301,8 +301,9 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         if self.status == self.written {
             return Ok(());
         }
+        let key = self.key();
         let digest = crate::context::digest(&self.status);
-        if self.ctx.written_recently(&self.key(), digest) {
+        if self.ctx.written_recently(&key, digest) {
             self.written = self.status.clone();
             return Ok(());
         }
@@ -311,7 +312,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             tracing::debug!(object = %self.object(), ?changed, "writing status");
         }
         crate::status::apply_status(&self.api, &self.name, &self.status).await?;
-        self.ctx.record_write(&self.key(), digest);
+        self.ctx.record_write(&key, digest);
         self.written = self.status.clone();
         Ok(())
     }

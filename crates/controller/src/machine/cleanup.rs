@@ -101,13 +101,7 @@ async fn rehome_api_address(
     let Some(successor) = successor_port(scope, cluster).await? else {
         return Ok(());
     };
-    let identity = scope
-        .obj
-        .spec
-        .identity_ref
-        .clone()
-        .unwrap_or_else(|| osc.spec.identity_ref.clone());
-    let s = session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await?;
+    let s = session(scope, osc, None).await?;
     fip::move_address(&s, &host, Some(&successor), MoveFrom::Nowhere).await?;
     Ok(())
 }
@@ -122,11 +116,7 @@ async fn remove_ingress(
     if matches!(mode, Mode::None | Mode::LoadBalancerPending) {
         return Ok(Progress::Done(()));
     }
-    let identity = oss
-        .map(|o| o.spec.identity_ref.clone())
-        .or_else(|| scope.obj.spec.identity_ref.clone())
-        .unwrap_or_else(|| osc.spec.identity_ref.clone());
-    let s = session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await?;
+    let s = session(scope, osc, oss).await?;
     let port_id = first_port(oss);
     let successor = match mode {
         Mode::FloatingIp(_) if port_id.is_some() => successor_port(scope, cluster).await?,
@@ -149,6 +139,19 @@ async fn remove_ingress(
         scope.flush().await?;
     }
     Ok(progress)
+}
+
+/// The session of the machine's server's identity, else the machine's, else the cluster's.
+async fn session(
+    scope: &Scope<'_>,
+    osc: &OpenStackCluster,
+    oss: Option<&OpenStackServer>,
+) -> Result<capo_openstack::Session> {
+    let identity = oss
+        .map(|o| o.spec.identity_ref.clone())
+        .or_else(|| scope.obj.spec.identity_ref.clone())
+        .unwrap_or_else(|| osc.spec.identity_ref.clone());
+    session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await
 }
 
 fn first_port(oss: Option<&OpenStackServer>) -> Option<String> {

@@ -102,8 +102,8 @@ async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Progress<ResolvedMach
     r.resolve(scope.obj).await
 }
 
-/// Ports (IDs recorded in status, written with the next write), volumes and user data; Waiting while a
-/// volume is still being created or the user data Secret is missing.
+/// Ports (IDs recorded in status, written with the next write), volumes and user data;
+/// Waiting while a volume is still being created or the user data Secret is missing.
 async fn prepare(
     scope: &mut Scope<'_>,
     s: &Session,
