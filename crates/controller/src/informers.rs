@@ -108,6 +108,7 @@ where
             let (reader, writer) = reflector::store();
             let events = watcher(self.watched_api(), watcher::Config::default().any_semantic())
                 .default_backoff()
+                .modify(crate::runtime::trim)
                 .reflect(writer);
             tokio::spawn(events.for_each(|ev| {
                 if let Err(e) = ev {

@@ -187,6 +187,22 @@ impl<K> Watched for K where
 {
 }
 
+/// Annotation `kubectl apply` (client side) keeps the whole last applied object in.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drop what no controller reads from a watched object before it is cached or passed on: its
+/// managed fields (one JSON tree per field manager, decoded here into maps of strings, which
+/// made them the largest part of a cached OpenStackServer) and `kubectl apply`'s copy of the
+/// object. Writes never start from a cached object's metadata as a whole (finalizer and
+/// annotation patches name their keys), so nothing is lost on the way back.
+pub fn trim<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
 /// Whether `obj` is being deleted.
 pub fn is_deleting<K: Resource>(obj: &K) -> bool {
     obj.meta().deletion_timestamp.is_some()
@@ -217,6 +233,7 @@ where
         .combine(owner_references::<K>);
     let stream = kube::runtime::watcher(api, wc)
         .default_backoff()
+        .modify(trim)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(pred, Default::default());
@@ -260,6 +277,7 @@ pub fn cluster_pause_changes(
     use kube::runtime::WatchStreamExt;
     kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
         .default_backoff()
+        .modify(trim)
         .applied_objects()
         .predicate_filter(
             |c: &Cluster| Some(u64::from(c.is_paused())),
@@ -284,6 +302,7 @@ where
         .combine(predicates::annotations);
     kube::runtime::watcher(api, wc)
         .default_backoff()
+        .modify(trim)
         .applied_objects()
         .predicate_filter(pred, Default::default())
 }
