@@ -30,7 +30,6 @@ mod steady;
 use std::sync::Arc;
 
 use capo_api::constants::{CLUSTER_FINALIZER, CLUSTER_NAME_LABEL, condition_types};
-use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus, OpenStackMachine};
 use futures::StreamExt;
 use kube::ResourceExt;
@@ -41,7 +40,7 @@ use crate::capi::{CAPI_GROUP, Cluster, MANAGED_BY_ANNOTATION};
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, spec_changes, watcher_config};
+use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 use capo_cloud::Owner;
 
 /// Controller name in metrics and logs.
@@ -57,42 +56,42 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let clusters = ctx.watched_api::<OpenStackCluster>();
-    let servers = ctx.watched_api::<OpenStackServer>();
-    let capi = ctx.watched_api::<Cluster>();
-    let machines = ctx.watched_api::<OpenStackMachine>();
     let index = ctx.clone();
-    let wc = watcher_config(&ctx);
-    let (reader, trigger) = primary_stream(clusters, wc.clone());
-    ctx.informers
-        .openstack_clusters
-        .adopt(&reader, ctx.options.watch_filter.as_deref());
-    Controller::for_stream(trigger, reader)
+    let informers = &ctx.informers;
+    let trigger = primary_changes(&ctx, informers.openstack_clusters.subscribe());
+    Controller::for_shared_stream(trigger, informers.openstack_clusters.store())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .owns(servers, wc.clone())
-        .watches_stream(spec_changes(capi, wc.clone()), |c: Cluster| {
-            let ns = c.namespace();
-            c.spec
-                .infrastructure_ref
-                .filter(|r| r.kind == "OpenStackCluster")
-                .map(|r| {
-                    let o = ObjectRef::new(&r.name);
-                    match ns {
-                        Some(ns) => o.within(&ns),
-                        None => o,
-                    }
-                })
-        })
+        .owns_shared_stream(all_changes(informers.openstack_servers.subscribe()))
+        .watches_shared_stream(
+            spec_changes(informers.clusters.subscribe()),
+            |c: Arc<Cluster>| {
+                let ns = c.namespace();
+                c.spec
+                    .infrastructure_ref
+                    .as_ref()
+                    .filter(|r| r.kind == "OpenStackCluster")
+                    .map(|r| {
+                        let o = ObjectRef::new(&r.name);
+                        match ns {
+                            Some(ns) => o.within(&ns),
+                            None => o,
+                        }
+                    })
+            },
+        )
         // Machines coming, going or changing address re-render the Ansible inventory, for the
         // clusters that have one (the others do not hear of their machines: a 3+2 cluster
         // would otherwise be reconciled some fifty times on its way up for nothing).
-        .watches(machines, wc.clone(), move |m: OpenStackMachine| {
-            let ns = m.namespace()?;
-            let cluster = m.labels().get(CLUSTER_NAME_LABEL)?;
-            let osc = index.inventory_of(&ns, cluster)?;
-            Some(ObjectRef::new(&osc).within(&ns))
-        })
+        .watches_shared_stream(
+            all_changes(informers.openstack_machines.subscribe()),
+            move |m: Arc<OpenStackMachine>| {
+                let ns = m.namespace()?;
+                let cluster = m.labels().get(CLUSTER_NAME_LABEL)?;
+                let osc = index.inventory_of(&ns, cluster)?;
+                Some(ObjectRef::new(&osc).within(&ns))
+            },
+        )
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)

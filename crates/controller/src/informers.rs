@@ -19,22 +19,31 @@
 //!
 //! ## Scope
 //! The stores follow `--namespace` but not `--watch-filter`: an object's owners are read
-//! whatever their labels, as a GET would. The OpenStack kinds' stores are their controllers'
-//! own primary stores when no watch filter is set ([`Informer::adopt`]), so each object is
-//! held once. Each other store starts on first use (so controllers and
-//! tests that never read a kind never watch it) and a read waits for its first list; if that
-//! list cannot be had within [`READY_TIMEOUT`] (no RBAC for the kind, apiserver away) the
-//! read falls back to a GET, whose error names the problem.
+//! whatever their labels, as a GET would, and the controllers skip objects without the filter
+//! label themselves (as upstream's predicates do; its cache is not filtered by label either).
+//! Each store starts on first use (so controllers and tests that never read a kind never watch
+//! it) and a read waits for its first list; if that list cannot be had within [`READY_TIMEOUT`]
+//! (no RBAC for the kind, apiserver away) the read falls back to a GET, whose error names the
+//! problem.
+//!
+//! ## Subscriptions
+//! The controllers' triggers are subscriptions to these watches ([`Informer::subscribe`]), not
+//! watches of their own: an OpenStackServer's status write used to be sent to, and decoded by,
+//! three watches (its controller's, and the machine and cluster controllers' `owns`), and the
+//! manager held fifteen watches where seven kinds are watched. A subscriber first hears of every
+//! object already in the store, then of every change, deletions included; a relist after an
+//! interrupted watch reports the objects that went meanwhile as deleted.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
-use futures::StreamExt;
+use futures::channel::mpsc::UnboundedSender;
+use futures::{Stream, StreamExt};
 use kube::api::Api;
 use kube::core::NamespaceResourceScope;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 
@@ -74,12 +83,44 @@ impl Informers {
     }
 }
 
-/// One kind's store, started on first use.
+/// One kind's store and watch, started on first use.
 pub struct Informer<K: Resource<DynamicType = ()> + Clone + 'static> {
     client: Client,
     /// `Some` restricts the watch to one namespace.
     namespace: Option<String>,
-    store: OnceLock<Store<K>>,
+    shared: OnceLock<Shared<K>>,
+}
+
+/// A started watch: its store and the channels of its subscribers.
+struct Shared<K: Resource<DynamicType = ()> + Clone + 'static> {
+    store: Store<K>,
+    subscribers: Arc<Mutex<Vec<UnboundedSender<Change<K>>>>>,
+}
+
+/// What a watch saw happen to one object, as passed to subscribers.
+pub enum Change<K> {
+    /// Created or changed (also: present when the subscription started).
+    Applied(Arc<K>),
+    /// Deleted (its last state).
+    Deleted(Arc<K>),
+}
+
+impl<K> Clone for Change<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Applied(o) => Self::Applied(o.clone()),
+            Self::Deleted(o) => Self::Deleted(o.clone()),
+        }
+    }
+}
+
+impl<K> Change<K> {
+    /// The object, applied or deleted.
+    pub fn object(self) -> Arc<K> {
+        match self {
+            Self::Applied(o) | Self::Deleted(o) => o,
+        }
+    }
 }
 
 impl<K> Informer<K>
@@ -90,7 +131,7 @@ where
         Self {
             client,
             namespace: namespace.map(str::to_owned),
-            store: OnceLock::new(),
+            shared: OnceLock::new(),
         }
     }
 
@@ -101,41 +142,50 @@ where
         }
     }
 
-    /// The store, its watch started on the first call (on the calling runtime, which is the
-    /// manager's: the task lives as long as the manager does).
-    fn store(&self) -> &Store<K> {
-        self.store.get_or_init(|| {
+    /// The watch, started on the first call (on the calling runtime, which is the manager's:
+    /// the task lives as long as the manager does).
+    fn shared(&self) -> &Shared<K> {
+        self.shared.get_or_init(|| {
             let (reader, writer) = reflector::store();
-            let events = watcher(self.watched_api(), watcher::Config::default().any_semantic())
-                .default_backoff()
-                .modify(crate::runtime::trim)
-                .reflect(writer);
-            tokio::spawn(events.for_each(|ev| {
-                if let Err(e) = ev {
-                    tracing::debug!(kind = %K::kind(&()), error = %e, "informer watch error; retrying");
-                }
-                futures::future::ready(())
-            }));
-            reader
+            let subscribers = Arc::new(Mutex::new(Vec::new()));
+            let events = watcher(
+                self.watched_api(),
+                watcher::Config::default().any_semantic(),
+            )
+            .default_backoff()
+            .modify(crate::runtime::trim);
+            tokio::spawn(follow(events, writer, reader.clone(), subscribers.clone()));
+            Shared {
+                store: reader,
+                subscribers,
+            }
         })
     }
 
-    /// Use `store`, the primary store of the controller of `K` (same objects, same watch),
-    /// instead of a watch of its own: one copy of each object in memory. Only before the first
-    /// read, and only for an unfiltered store (`--watch-filter` unset): a controller's
-    /// primary store holds only the objects it reconciles, and owners are read whatever their
-    /// labels.
-    pub fn adopt(&self, store: &Store<K>, watch_filter: Option<&str>) {
-        if watch_filter.is_none() {
-            // Already set: a read came first and started a watch; both stay correct.
-            let _ = self.store.set(store.clone());
+    /// The store (its watch started).
+    pub fn store(&self) -> Store<K> {
+        self.shared().store.clone()
+    }
+
+    /// Every object of the store as [`Change::Applied`], then every change the watch sees.
+    pub fn subscribe(&self) -> impl futures::Stream<Item = Change<K>> + Send + 'static {
+        let shared = self.shared();
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        // Under the lock the watch task dispatches under (after updating the store): a change
+        // is either in this snapshot or dispatched to this subscriber afterwards (or both,
+        // which only repeats an Applied).
+        let mut subscribers = lock(&shared.subscribers);
+        for obj in shared.store.state() {
+            let _ = tx.unbounded_send(Change::Applied(obj));
         }
+        subscribers.push(tx);
+        rx
     }
 
     /// The store once it holds a complete list, `None` if that takes longer than
     /// [`READY_TIMEOUT`].
     async fn ready_store(&self) -> Option<&Store<K>> {
-        let store = self.store();
+        let store = &self.shared().store;
         let started = std::time::Instant::now();
         // The readiness signal wakes only the last of several concurrent waiters (a oneshot
         // channel keeps one waker): look again every READY_POLL instead of waiting once.
@@ -184,5 +234,66 @@ where
         };
         out.sort_by_key(|o| o.name_any());
         Ok(out)
+    }
+}
+
+/// The subscriber list, whatever a panicking holder left (a list of channels stays usable).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Apply a watch's events to its store and pass each change on to the subscribers.
+async fn follow<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    mut writer: Writer<K>,
+    store: Store<K>,
+    subscribers: Arc<Mutex<Vec<UnboundedSender<Change<K>>>>>,
+) where
+    K: crate::runtime::Watched,
+{
+    let mut events = std::pin::pin!(events);
+    // The store before a relist, to tell which objects went while the watch was away.
+    let mut before_relist: Option<Vec<Arc<K>>> = None;
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::debug!(kind = %K::kind(&()), error = %e, "informer watch error; retrying");
+                continue;
+            }
+        };
+        if matches!(event, watcher::Event::Init) {
+            before_relist = Some(store.state());
+        }
+        writer.apply_watcher_event(&event);
+        let changes: Vec<Change<K>> = match event {
+            watcher::Event::Apply(obj) => store
+                .get(&ObjectRef::from_obj(&obj))
+                .map(Change::Applied)
+                .into_iter()
+                .collect(),
+            watcher::Event::Delete(obj) => vec![Change::Deleted(Arc::new(obj))],
+            watcher::Event::Init | watcher::Event::InitApply(_) => Vec::new(),
+            watcher::Event::InitDone => {
+                let now = store.state();
+                let gone = before_relist
+                    .take()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|old| store.get(&ObjectRef::from_obj(&**old)).is_none())
+                    .map(Change::Deleted);
+                gone.chain(now.into_iter().map(Change::Applied)).collect()
+            }
+        };
+        if changes.is_empty() {
+            continue;
+        }
+        let mut subscribers = lock(&subscribers);
+        // A subscriber whose stream was dropped (its controller stopped) is forgotten.
+        subscribers.retain(|tx| {
+            changes
+                .iter()
+                .all(|change| tx.unbounded_send(change.clone()).is_ok())
+        });
     }
 }

@@ -156,6 +156,11 @@ pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<
 }
 
 async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
+    // Another manager's object (`--watch-filter`): the shared stores hold every object of the
+    // watched namespaces, so a related object's change or a peer's nudge can name it.
+    if !runtime::has_filter_label(&*obj, ctx.options.watch_filter.as_deref()) {
+        return Ok(Action::await_change());
+    }
     let deleting = is_deleting(&*obj);
     let owners = match K::owners(&obj, ctx, deleting).await? {
         Owners::Found(o) => o,

@@ -36,7 +36,6 @@ use capo_api::constants::condition_reasons::{
 };
 use capo_api::constants::condition_types::{INSTANCE_READY, READY};
 use capo_api::constants::{CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, MACHINE_FINALIZER};
-use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine, OpenStackMachineStatus};
 use futures::StreamExt;
 use kube::ResourceExt;
@@ -48,7 +47,7 @@ use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, spec_changes, watcher_config};
+use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachine";
@@ -58,35 +57,34 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let machines = ctx.watched_api::<OpenStackMachine>();
-    let servers = ctx.watched_api::<OpenStackServer>();
-    let capi = ctx.watched_api::<Machine>();
-    let clusters = ctx.watched_api::<OpenStackCluster>();
-    let wc = watcher_config(&ctx);
-    let (store, trigger) = primary_stream(machines, wc.clone());
-    ctx.informers
-        .openstack_machines
-        .adopt(&store, ctx.options.watch_filter.as_deref());
-    Controller::for_stream(trigger, store.clone())
+    let informers = &ctx.informers;
+    let store = informers.openstack_machines.store();
+    let trigger = primary_changes(&ctx, informers.openstack_machines.subscribe());
+    Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .owns(servers, wc.clone())
-        .watches_stream(spec_changes(capi, wc.clone()), |m: Machine| {
-            let ns = m.namespace();
-            m.spec
-                .infrastructure_ref
-                .filter(|r| r.kind == "OpenStackMachine")
-                .map(|r| {
-                    let o = ObjectRef::new(&r.name);
-                    match ns {
-                        Some(ns) => o.within(&ns),
-                        None => o,
-                    }
-                })
-        })
-        .watches(clusters, wc, move |osc: OpenStackCluster| {
-            machines_of_cluster(&store, &osc)
-        })
+        .owns_shared_stream(all_changes(informers.openstack_servers.subscribe()))
+        .watches_shared_stream(
+            spec_changes(informers.machines.subscribe()),
+            |m: Arc<Machine>| {
+                let ns = m.namespace();
+                m.spec
+                    .infrastructure_ref
+                    .as_ref()
+                    .filter(|r| r.kind == "OpenStackMachine")
+                    .map(|r| {
+                        let o = ObjectRef::new(&r.name);
+                        match ns {
+                            Some(ns) => o.within(&ns),
+                            None => o,
+                        }
+                    })
+            },
+        )
+        .watches_shared_stream(
+            all_changes(informers.openstack_clusters.subscribe()),
+            move |osc: Arc<OpenStackCluster>| machines_of_cluster(&store, &osc),
+        )
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)

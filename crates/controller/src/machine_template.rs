@@ -66,11 +66,11 @@ pub async fn run(
 ) {
     let templates = ctx.watched_api::<OpenStackMachineTemplate>();
     let wc = watcher_config(&ctx);
-    let (store, trigger) = primary_stream(templates, wc.clone());
+    let (store, trigger) = primary_stream(templates, wc);
     Controller::for_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
+        .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
             templates_of_cluster(&store, &c)
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))

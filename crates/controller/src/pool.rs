@@ -74,9 +74,11 @@ pub async fn run(
     // writes come back as one more reconcile that finds nothing to do.
     let claims = watcher(ipam_api(&ctx, &ipam::claim_resource()), ipam_config())
         .default_backoff()
+        .modify(crate::runtime::trim)
         .touched_objects();
     let addresses = watcher(ipam_api(&ctx, &ipam::address_resource()), ipam_config())
         .default_backoff()
+        .modify(crate::runtime::trim)
         .touched_objects();
     Controller::for_stream(trigger, store)
         // Objects whose peers' waits just ended (see `crate::pace`).

@@ -8,9 +8,12 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 
+use std::hash::{Hash, Hasher};
+
 use crate::capi::Cluster;
 use crate::context::Context;
 use crate::error::Error;
+use crate::informers::Change;
 
 /// Label of upstream's `--watch-filter`.
 pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
@@ -208,12 +211,9 @@ pub fn is_deleting<K: Resource>(obj: &K) -> bool {
     obj.meta().deletion_timestamp.is_some()
 }
 
-/// The trigger stream and cache of a controller's primary kind, filtered so that only changes
-/// that can change the desired state start a reconcile: generation (spec, and the deletion
-/// marking), labels, annotations (pause, strict mode), finalizers and owner references (Cluster
-/// API sets them after creating the object, and nothing happens before). The controllers' own
-/// status writes do not come back as reconciles (upstream reconciles again after each of its
-/// status patches).
+/// The trigger stream and cache of a controller's primary kind for the kinds no other
+/// controller watches (templates, pools), with its own watch: filtered as
+/// [`primary_changes`].
 pub fn primary_stream<K>(
     api: kube::Api<K>,
     wc: watcher::Config,
@@ -224,13 +224,9 @@ pub fn primary_stream<K>(
 where
     K: Watched,
 {
-    use kube::runtime::{Predicate, WatchStreamExt, predicates, reflector};
+    use kube::runtime::{WatchStreamExt, reflector};
     let (reader, writer) = reflector::store();
-    let pred = predicates::generation
-        .combine(predicates::labels)
-        .combine(predicates::annotations)
-        .combine(predicates::finalizers)
-        .combine(owner_references::<K>);
+    let pred = |o: &K| Some(primary_key(o));
     let stream = kube::runtime::watcher(api, wc)
         .default_backoff()
         .modify(trim)
@@ -253,15 +249,50 @@ where
         .map(|(ns, name)| kube::runtime::reflector::ObjectRef::new(&name).within(&ns))
 }
 
-/// A hash of `obj`'s owner references (a predicate: changes when one is added or removed).
-fn owner_references<K: Resource>(obj: &K) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
+/// The trigger stream of a controller's primary kind from its shared watch (see
+/// [`crate::informers`]), passing on only changes that can change the desired state: generation
+/// (spec, and the deletion marking), labels, annotations (pause, strict mode), finalizers and
+/// owner references (Cluster API sets them after creating the object, and nothing happens
+/// before). The controllers' own status writes do not come back as reconciles (upstream
+/// reconciles again after each of its status patches). Objects without the `--watch-filter`
+/// label are left out.
+pub fn primary_changes<K>(
+    ctx: &Context,
+    changes: impl futures::Stream<Item = Change<K>> + Send + 'static,
+) -> impl futures::Stream<Item = Arc<K>> + Send + 'static
+where
+    K: Watched,
+{
+    use futures::StreamExt;
+    let filter = ctx.options.watch_filter.clone();
+    let changes = changes.filter(move |c| {
+        let o = match c {
+            Change::Applied(o) | Change::Deleted(o) => o,
+        };
+        futures::future::ready(has_filter_label(&**o, filter.as_deref()))
+    });
+    changed(changes, primary_key::<K>)
+}
+
+/// What a primary object's reconcile depends on besides its spec: a hash of its generation,
+/// deletion marking, labels, annotations, finalizers and owner references.
+fn primary_key<K: Resource>(o: &K) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for r in obj.owner_references() {
+    o.meta().generation.hash(&mut h);
+    o.meta().deletion_timestamp.is_some().hash(&mut h);
+    o.labels().hash(&mut h);
+    o.annotations().hash(&mut h);
+    o.finalizers().hash(&mut h);
+    for r in o.owner_references() {
         r.uid.hash(&mut h);
         r.controller.hash(&mut h);
     }
-    Some(h.finish())
+    h.finish()
+}
+
+/// Whether `obj` carries the `--watch-filter` label (always, when no filter is set).
+pub fn has_filter_label<K: Resource>(obj: &K, filter: Option<&str>) -> bool {
+    filter.is_none_or(|v| obj.labels().get(WATCH_FILTER_LABEL).map(String::as_str) == Some(v))
 }
 
 /// Cluster API Clusters, passed on only when first seen and when `spec.paused` flips: a paused
@@ -270,39 +301,75 @@ fn owner_references<K: Resource>(obj: &K) -> Option<u64> {
 /// Clusters' frequent status writes are filtered out.
 pub fn cluster_pause_changes(
     ctx: &Context,
-    wc: kube::runtime::watcher::Config,
-) -> impl futures::Stream<Item = std::result::Result<Cluster, kube::runtime::watcher::Error>>
-+ Send
-+ 'static {
-    use kube::runtime::WatchStreamExt;
-    kube::runtime::watcher(ctx.watched_api::<Cluster>(), wc)
-        .default_backoff()
-        .modify(trim)
-        .applied_objects()
-        .predicate_filter(
-            |c: &Cluster| Some(u64::from(c.is_paused())),
-            Default::default(),
-        )
+) -> impl futures::Stream<Item = Arc<Cluster>> + Send + 'static {
+    changed(ctx.informers.clusters.subscribe(), |c: &Cluster| {
+        u64::from(c.is_paused())
+    })
 }
 
-/// A watch of `api` passing objects on when first seen and when their spec (generation),
-/// labels or annotations change: for related kinds whose status does not matter to the
-/// controller (Cluster API writes the status of its Clusters and Machines many times on their
-/// way up; each write used to wake their OpenStack objects for nothing).
+/// Objects passed on when first seen and when their spec (generation), labels or annotations
+/// change: for related kinds whose status does not matter to the controller (Cluster API
+/// writes the status of its Clusters and Machines many times on their way up; each write used
+/// to wake their OpenStack objects for nothing).
 pub fn spec_changes<K>(
-    api: kube::Api<K>,
-    wc: watcher::Config,
-) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+    changes: impl futures::Stream<Item = Change<K>> + Send + 'static,
+) -> impl futures::Stream<Item = Arc<K>> + Send + 'static
 where
     K: Watched,
 {
-    use kube::runtime::{Predicate, WatchStreamExt, predicates};
-    let pred = predicates::generation
-        .combine(predicates::labels)
-        .combine(predicates::annotations);
-    kube::runtime::watcher(api, wc)
-        .default_backoff()
-        .modify(trim)
-        .applied_objects()
-        .predicate_filter(pred, Default::default())
+    changed(changes, |o: &K| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        o.meta().generation.hash(&mut h);
+        o.labels().hash(&mut h);
+        o.annotations().hash(&mut h);
+        h.finish()
+    })
+}
+
+/// Every change, deletions included (a child's or a related object's state matters to the
+/// objects it maps to).
+pub fn all_changes<K>(
+    changes: impl futures::Stream<Item = Change<K>> + Send + 'static,
+) -> impl futures::Stream<Item = Arc<K>> + Send + 'static
+where
+    K: Watched,
+{
+    use futures::StreamExt;
+    changes.map(Change::object)
+}
+
+/// Applied objects whose `key` differs from the one last passed on for the same object (the
+/// first sight always passes); a deletion forgets the object. A predicate filter, as
+/// controller-runtime's and kube-runtime's, over a subscription.
+fn changed<K, F>(
+    changes: impl futures::Stream<Item = Change<K>> + Send + 'static,
+    key: F,
+) -> impl futures::Stream<Item = Arc<K>> + Send + 'static
+where
+    K: Watched,
+    F: Fn(&K) -> u64 + Send + 'static,
+{
+    use futures::StreamExt;
+    let mut seen: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    changes.filter_map(move |change| {
+        let out = match change {
+            Change::Applied(obj) => {
+                let k = key(&obj);
+                (seen.insert(identity(&*obj), k) != Some(k)).then_some(obj)
+            }
+            Change::Deleted(obj) => {
+                seen.remove(&identity(&*obj));
+                None
+            }
+        };
+        futures::future::ready(out)
+    })
+}
+
+/// An object's identity across its life: its UID (a recreated object is another one).
+fn identity<K: Resource>(obj: &K) -> String {
+    obj.meta()
+        .uid
+        .clone()
+        .unwrap_or_else(|| format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()))
 }

@@ -54,7 +54,7 @@ use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
+use crate::runtime::{cluster_pause_changes, error_policy, primary_changes};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
@@ -67,16 +67,12 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let servers = ctx.watched_api::<OpenStackServer>();
-    let wc = watcher_config(&ctx);
-    let (store, trigger) = primary_stream(servers, wc.clone());
-    ctx.informers
-        .openstack_servers
-        .adopt(&store, ctx.options.watch_filter.as_deref());
-    Controller::for_stream(trigger, store.clone())
+    let store = ctx.informers.openstack_servers.store();
+    let trigger = primary_changes(&ctx, ctx.informers.openstack_servers.subscribe());
+    Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .watches_stream(cluster_pause_changes(&ctx, wc), move |c: Cluster| {
+        .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
             servers_of_cluster(&store, &c)
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
