@@ -103,6 +103,12 @@ impl Error {
         matches!(self, Error::OpenStack { source, .. } if matches!(source.kind(), Some(ErrorKind::Conflict)))
     }
 
+    /// True when the cloud refused the credentials (Keystone's 401, or a 401 that survived a
+    /// re-authentication).
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, Error::OpenStack { source, .. } if matches!(source.kind(), Some(ErrorKind::Unauthorized)))
+    }
+
     /// True when the cloud answered 404 (the resource is gone).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::OpenStack { source, .. } if source.is_not_found())

@@ -55,7 +55,8 @@ pub struct Options {
     pub lookup_ttl: Duration,
     /// How long a read of an identity Secret (and of an OpenStackClusterIdentity and its
     /// namespace) is shared by the reconciles that need it: a rotated Secret is used at most
-    /// this late ([`crate::recent_reads`]). Zero reads on every use.
+    /// this late, or until the credentials read before are refused ([`crate::recent_reads`]).
+    /// Zero reads on every use.
     pub identity_read_max_age: Duration,
 }
 
@@ -75,7 +76,7 @@ impl Default for Options {
             namespace: None,
             concurrency: 10,
             lookup_ttl: crate::server::LOOKUP_TTL,
-            identity_read_max_age: Duration::from_secs(10),
+            identity_read_max_age: Duration::from_secs(60),
         }
     }
 }

@@ -24,7 +24,9 @@ use crate::error::{Error, Result};
 use crate::recent_reads::RecentReads;
 
 /// The live reads behind a session, shared by every controller of the manager for
-/// `Options::identity_read_max_age`: a rotated Secret is used at most that late.
+/// `Options::identity_read_max_age`: a rotated Secret is used at most that late, and at once
+/// when the credentials read before are refused or unusable ([`IdentityReads::forget_all`]
+/// after a reconcile failed with [`Error::is_credentials_problem`]).
 #[derive(Debug)]
 pub struct IdentityReads {
     secrets: RecentReads<BTreeMap<String, Vec<u8>>>,
@@ -40,6 +42,17 @@ impl IdentityReads {
             identities: RecentReads::new(max_age),
             namespaces: RecentReads::new(max_age),
         }
+    }
+}
+
+impl IdentityReads {
+    /// Forget every read: the next reconcile of each identity reads it again. Called when a
+    /// reconcile's credentials were refused or unusable, which is how a rotation that revoked
+    /// the old credentials, or a Secret fixed after a bad one, shows.
+    pub fn forget_all(&self) {
+        self.secrets.forget_all();
+        self.identities.forget_all();
+        self.namespaces.forget_all();
     }
 }
 

@@ -74,6 +74,16 @@ impl Error {
         }
     }
 
+    /// True when the credentials are missing, malformed or refused by the cloud: what was read
+    /// of the identity Secret must be read again (see [`crate::credentials::IdentityReads`]).
+    pub fn is_credentials_problem(&self) -> bool {
+        match self {
+            Error::Credentials(_) => true,
+            Error::Cloud(e) => e.is_unauthorized(),
+            _ => false,
+        }
+    }
+
     /// True for capacity problems (server in ERROR, quota) that clear only slowly.
     pub fn is_slow_retry(&self) -> bool {
         matches!(self, Error::Cloud(e) if e.is_slow_retry())

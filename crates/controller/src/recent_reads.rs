@@ -6,7 +6,8 @@
 //! few seconds, each with a GET of the same Secret. A read is therefore reused by every
 //! reconcile that asks within `max_age` of it, and reconciles that ask together wait for one
 //! read instead of each making their own. A changed Secret (rotated credentials) is seen at
-//! most `max_age` late; a zero `max_age` reads every time.
+//! most `max_age` late, and at once when the old credentials stop working (the reads are then
+//! forgotten); a zero `max_age` reads every time.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -66,6 +67,13 @@ impl<T: Clone> RecentReads<T> {
     pub fn forget(&self, key: &str) {
         if let Ok(mut slots) = self.slots.lock() {
             slots.remove(key);
+        }
+    }
+
+    /// Drop every read (the next `get` of each key reads again).
+    pub fn forget_all(&self) {
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.clear();
         }
     }
 

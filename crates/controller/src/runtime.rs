@@ -65,6 +65,9 @@ where
         }
         Err(e) => {
             ctx.metrics.observe(controller, secs, Some(e.category()));
+            if e.is_credentials_problem() {
+                ctx.identity_reads.forget_all();
+            }
             if e.is_conflict() {
                 tracing::debug!(controller, namespace = %ns, name = %name, error = %e, "conflict; retrying");
             } else {
