@@ -136,7 +136,8 @@ pub struct OpenStackServerStatus {
     /// The resource is ready for use.
     #[serde(default)]
     pub ready: bool,
-    /// Spec with all references resolved, written before anything is created.
+    /// Spec with all references resolved, written with the first status write after the
+    /// resolution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved: Option<ResolvedMachineSpec>,
     /// OpenStack resources created so far.

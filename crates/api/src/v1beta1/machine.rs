@@ -153,7 +153,8 @@ pub struct OpenStackMachineStatus {
     /// Server is active and ready (Cluster API v1beta1 contract).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<bool>,
-    /// Spec with all references resolved, written before anything is created.
+    /// Spec with all references resolved, written with the first status write after the
+    /// resolution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved: Option<ResolvedMachineSpec>,
     /// OpenStack resources created so far.

@@ -69,7 +69,8 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         name: found.name.clone(),
         tags: found.tags.clone(),
     });
-    scope.flush().await?;
+    // Written by the wait, the failure or the floating IP's record that comes next (a load
+    // balancer whose ID a crash lost is found again by name).
     match found.progress {
         Progress::Done(()) => {}
         not_yet @ (Progress::Waiting(_) | Progress::Stuck(_)) => return Ok(not_yet),
@@ -208,6 +209,7 @@ async fn publish(scope: &mut Scope<'_>, ep: APIEndpoint) -> Result<Progress> {
 /// `status.failureDomains` from Nova's availability zones.
 pub(super) async fn reconcile_failure_domains(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
     let domains = capo_cloud::compute::ensure_failure_domains(s, &scope.obj.spec).await?;
+    // Written with the next step's write (Ready, or the extensions' wait).
     scope.status.failure_domains = domains;
-    scope.flush().await
+    Ok(())
 }

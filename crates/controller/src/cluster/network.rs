@@ -1,5 +1,7 @@
 //! Steps of the network layer: external network, cluster network + subnets, router, managed
-//! security groups. Each step records what it ensured in status and writes it at once.
+//! security groups. Each step records what it ensured in status; the three are written together
+//! by the last (or by the failure write of the step that failed). What a crash keeps from being
+//! recorded is found again by its name and ownership tag, so no step needs a write of its own.
 
 use capo_api::constants::condition_types::{NETWORK_READY, ROUTER_READY, SECURITY_GROUPS_READY};
 use capo_cloud::networking::{self, SecurityGroups};
@@ -22,7 +24,7 @@ pub(super) async fn reconcile_network(scope: &mut Scope<'_>, s: &Session) -> Res
             .await?;
     scope.status.network = Some(net);
     scope.set(NETWORK_READY, State::True);
-    scope.flush().await
+    Ok(())
 }
 
 /// Router (managed, BYO, or none).
@@ -42,7 +44,7 @@ pub(super) async fn reconcile_router(scope: &mut Scope<'_>, s: &Session) -> Resu
     .await?;
     scope.status.router = router;
     scope.set(ROUTER_READY, State::True);
-    scope.flush().await
+    Ok(())
 }
 
 /// Managed security groups and their rules.

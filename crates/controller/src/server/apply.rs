@@ -60,9 +60,11 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         Some(r) => r,
         None => match resolve(scope, &s).await? {
             Progress::Done(r) => {
-                // Persisted before anything is created (upstream's guarantee, kept).
+                // Written with the next status write (the server's ID, a wait or a failure),
+                // not on its own as upstream does: what is created before that write (ports,
+                // volumes, the server) is found again by name, so a resolution lost with a
+                // crash is made again and finds it. One write per server less.
                 scope.status.resolved = Some(r.clone());
-                scope.flush().await?;
                 r
             }
             Progress::Waiting(why) | Progress::Stuck(why) => {

@@ -1,6 +1,6 @@
 //! Resolution of an OpenStackServer's references (image, flavor, server group, and every
-//! port's network, subnets and security groups) into `status.resolved`, which is written
-//! before anything is created. Selectors given by ID are taken as they are (the create that
+//! port's network, subnets and security groups) into `status.resolved`, which is written with
+//! the first status write after the resolution. Selectors given by ID are taken as they are (the create that
 //! uses them fails with the cloud's message if they are wrong); filters are looked up through
 //! the shared [`LookupCache`].
 

@@ -41,7 +41,8 @@ pub struct BastionStatus {
     /// Name of the bastion server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Spec with all references resolved, written before anything is created.
+    /// Spec with all references resolved, written with the first status write after the
+    /// resolution.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved: Option<ResolvedMachineSpec>,
     /// OpenStack resources created so far.
