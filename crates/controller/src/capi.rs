@@ -3,6 +3,7 @@
 //! storage version needs no CAPI conversion webhook. These types are never written whole.
 
 use kube::CustomResource;
+use kube::runtime::reflector::ObjectRef;
 use serde::{Deserialize, Serialize};
 
 /// API group of Cluster API core.
@@ -25,6 +26,24 @@ pub struct ContractReference {
     /// Name, in the referring object's namespace.
     #[serde(default)]
     pub name: String,
+}
+
+impl ContractReference {
+    /// The object this reference names, if it is of kind `K`, in `namespace` (the referring
+    /// object's).
+    pub fn object_ref<K>(&self, namespace: Option<&str>) -> Option<ObjectRef<K>>
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        if self.kind != K::kind(&()) {
+            return None;
+        }
+        let o = ObjectRef::new(&self.name);
+        Some(match namespace {
+            Some(ns) => o.within(ns),
+            None => o,
+        })
+    }
 }
 
 /// Control-plane endpoint of a Cluster.

@@ -66,18 +66,8 @@ pub async fn run(
         .watches_shared_stream(
             spec_changes(informers.clusters.subscribe()),
             |c: Arc<Cluster>| {
-                let ns = c.namespace();
-                c.spec
-                    .infrastructure_ref
-                    .as_ref()
-                    .filter(|r| r.kind == "OpenStackCluster")
-                    .map(|r| {
-                        let o = ObjectRef::new(&r.name);
-                        match ns {
-                            Some(ns) => o.within(&ns),
-                            None => o,
-                        }
-                    })
+                let r = c.spec.infrastructure_ref.as_ref()?;
+                r.object_ref(c.namespace().as_deref())
             },
         )
         // Machines coming, going or changing address re-render the Ansible inventory, for the

@@ -67,18 +67,8 @@ pub async fn run(
         .watches_shared_stream(
             spec_changes(informers.machines.subscribe()),
             |m: Arc<Machine>| {
-                let ns = m.namespace();
-                m.spec
-                    .infrastructure_ref
-                    .as_ref()
-                    .filter(|r| r.kind == "OpenStackMachine")
-                    .map(|r| {
-                        let o = ObjectRef::new(&r.name);
-                        match ns {
-                            Some(ns) => o.within(&ns),
-                            None => o,
-                        }
-                    })
+                let r = m.spec.infrastructure_ref.as_ref()?;
+                r.object_ref(m.namespace().as_deref())
             },
         )
         .watches_shared_stream(
