@@ -97,6 +97,22 @@ struct Shared<K: Resource<DynamicType = ()> + Clone + 'static> {
     subscribers: Arc<Mutex<Vec<UnboundedSender<Change<K>>>>>,
 }
 
+impl<K: crate::runtime::Watched> Shared<K> {
+    /// Every stored object as [`Change::Applied`], then every change.
+    fn subscribe(&self) -> futures::channel::mpsc::UnboundedReceiver<Change<K>> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        // Under the lock the watch task dispatches under (after updating the store): a change
+        // is either in this snapshot or dispatched to this subscriber afterwards (or both,
+        // which only repeats an Applied).
+        let mut subscribers = lock(&self.subscribers);
+        for obj in self.store.state() {
+            let _ = tx.unbounded_send(Change::Applied(obj));
+        }
+        subscribers.push(tx);
+        rx
+    }
+}
+
 /// What a watch saw happen to one object, as passed to subscribers.
 pub enum Change<K> {
     /// Created or changed (also: present when the subscription started).
@@ -169,17 +185,7 @@ where
 
     /// Every object of the store as [`Change::Applied`], then every change the watch sees.
     pub fn subscribe(&self) -> impl futures::Stream<Item = Change<K>> + Send + 'static {
-        let shared = self.shared();
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        // Under the lock the watch task dispatches under (after updating the store): a change
-        // is either in this snapshot or dispatched to this subscriber afterwards (or both,
-        // which only repeats an Applied).
-        let mut subscribers = lock(&shared.subscribers);
-        for obj in shared.store.state() {
-            let _ = tx.unbounded_send(Change::Applied(obj));
-        }
-        subscribers.push(tx);
-        rx
+        self.shared().subscribe()
     }
 
     /// The store once it holds a complete list, `None` if that takes longer than
@@ -295,5 +301,104 @@ async fn follow<K>(
                 .iter()
                 .all(|change| tx.unbounded_send(change.clone()).is_ok())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, version: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                resource_version: Some(version.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn described(changes: Vec<Change<ConfigMap>>) -> Vec<String> {
+        changes
+            .into_iter()
+            .map(|c| match c {
+                Change::Applied(o) => format!("applied {}", o.name_any()),
+                Change::Deleted(o) => format!("deleted {}", o.name_any()),
+            })
+            .collect()
+    }
+
+    /// Runs `events` through a store and returns what a subscriber that joined before them,
+    /// and one that joined after them, heard.
+    async fn follow_events(
+        events: Vec<watcher::Event<ConfigMap>>,
+    ) -> (Vec<String>, Vec<String>, Store<ConfigMap>) {
+        let (reader, writer) = reflector::store();
+        let shared = Shared {
+            store: reader.clone(),
+            subscribers: Arc::new(Mutex::new(Vec::new())),
+        };
+        let early_rx = shared.subscribe();
+        let stream = futures::stream::iter(events.into_iter().map(Ok));
+        follow(stream, writer, reader.clone(), shared.subscribers.clone()).await;
+        let late_rx = shared.subscribe();
+        // Closes both channels: what they hold is all they will hear.
+        lock(&shared.subscribers).clear();
+        let early = described(early_rx.collect().await);
+        let late = described(late_rx.collect().await);
+        (early, late, reader)
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_hears_the_first_list_then_each_change_with_deletions() {
+        let (early, _, store) = follow_events(vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("a", "1")),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(cm("b", "2")),
+            watcher::Event::Delete(cm("a", "3")),
+        ])
+        .await;
+        assert_eq!(early, ["applied a", "applied b", "deleted a"]);
+        assert_eq!(store.state().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_relist_reports_what_went_while_the_watch_was_away_as_deleted() {
+        let (early, _, store) = follow_events(vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("a", "1")),
+            watcher::Event::InitApply(cm("b", "2")),
+            watcher::Event::InitDone,
+            // The watch broke; `a` was deleted meanwhile, `b` changed.
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("b", "4")),
+            watcher::Event::InitDone,
+        ])
+        .await;
+        let mut first = early[..2].to_vec();
+        first.sort();
+        assert_eq!(first, ["applied a", "applied b"]);
+        assert_eq!(early[2..], ["deleted a", "applied b"]);
+        let left: Vec<String> = store.state().iter().map(|o| o.name_any()).collect();
+        assert_eq!(left, ["b"]);
+    }
+
+    #[tokio::test]
+    async fn a_late_subscriber_hears_of_every_stored_object() {
+        let (_, late, _) = follow_events(vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("a", "1")),
+            watcher::Event::InitApply(cm("b", "1")),
+            watcher::Event::InitDone,
+            watcher::Event::Delete(cm("a", "2")),
+        ])
+        .await;
+        assert_eq!(late, ["applied b"]);
     }
 }

@@ -376,3 +376,67 @@ fn identity<K: Resource>(obj: &K) -> String {
         .clone()
         .unwrap_or_else(|| format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, generation: i64) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                generation: Some(generation),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_change_passes_when_its_key_changed_and_a_deletion_forgets_the_object() {
+        let changes = futures::stream::iter(vec![
+            Change::Applied(cm("a", 1)),
+            Change::Applied(cm("a", 1)),
+            Change::Applied(cm("b", 1)),
+            Change::Applied(cm("a", 2)),
+            Change::Deleted(cm("a", 2)),
+            Change::Applied(cm("a", 2)),
+        ]);
+        let passed: Vec<(String, i64)> = spec_changes(changes)
+            .map(|o| (o.name_any(), o.metadata.generation.unwrap_or_default()))
+            .collect()
+            .await;
+        let want = [("a", 1), ("b", 1), ("a", 2), ("a", 2)];
+        let want: Vec<(String, i64)> = want.iter().map(|(n, g)| ((*n).into(), *g)).collect();
+        assert_eq!(passed, want);
+    }
+
+    #[test]
+    fn the_watch_filter_label_selects_objects_only_when_set() {
+        let mut o = ConfigMap::default();
+        assert!(has_filter_label(&o, None));
+        assert!(!has_filter_label(&o, Some("blue")));
+        o.labels_mut()
+            .insert(WATCH_FILTER_LABEL.into(), "blue".into());
+        assert!(has_filter_label(&o, Some("blue")));
+        assert!(!has_filter_label(&o, Some("green")));
+    }
+
+    #[test]
+    fn trimming_drops_managed_fields_and_the_last_applied_copy_only() {
+        let mut o = ConfigMap::default();
+        o.metadata.managed_fields = Some(vec![Default::default()]);
+        o.annotations_mut()
+            .insert(LAST_APPLIED_ANNOTATION.into(), "{}".into());
+        o.annotations_mut().insert("keep".into(), "yes".into());
+        trim(&mut o);
+        assert!(o.metadata.managed_fields.is_none());
+        assert_eq!(o.annotations().len(), 1);
+        assert_eq!(o.annotations().get("keep").map(String::as_str), Some("yes"));
+    }
+}
