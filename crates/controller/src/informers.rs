@@ -114,6 +114,7 @@ impl<K: crate::runtime::Watched> Shared<K> {
 }
 
 /// What a watch saw happen to one object, as passed to subscribers.
+#[derive(Clone)]
 pub enum Change<K> {
     /// Created or changed (also: present when the subscription started).
     Applied(Arc<K>),
@@ -121,18 +122,16 @@ pub enum Change<K> {
     Deleted(Arc<K>),
 }
 
-impl<K> Clone for Change<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Applied(o) => Self::Applied(o.clone()),
-            Self::Deleted(o) => Self::Deleted(o.clone()),
-        }
-    }
-}
-
 impl<K> Change<K> {
     /// The object, applied or deleted.
     pub fn object(self) -> Arc<K> {
+        match self {
+            Self::Applied(o) | Self::Deleted(o) => o,
+        }
+    }
+
+    /// The object, borrowed.
+    pub fn get(&self) -> &K {
         match self {
             Self::Applied(o) | Self::Deleted(o) => o,
         }

@@ -268,12 +268,8 @@ where
 {
     use futures::StreamExt;
     let filter = ctx.options.watch_filter.clone();
-    let changes = changes.filter(move |c| {
-        let o = match c {
-            Change::Applied(o) | Change::Deleted(o) => o,
-        };
-        futures::future::ready(has_filter_label(&**o, filter.as_deref()))
-    });
+    let changes = changes
+        .filter(move |c| futures::future::ready(has_filter_label(c.get(), filter.as_deref())));
     changed(changes, primary_key::<K>)
 }
 
