@@ -8,6 +8,7 @@
 //! `cargo run -p capo-api --bin crdgen` (the `crd_drift` test fails until you do).
 
 pub mod constants;
+pub mod conversion;
 pub mod crds;
 pub mod decode;
 pub mod extensions;
@@ -15,4 +16,5 @@ pub mod names;
 pub mod schema;
 pub mod v1alpha1;
 pub mod v1beta1;
+pub mod v1beta2;
 pub mod validation;

@@ -10,31 +10,11 @@
 //!
 //! The test prints `schema paths: N/M` per CRD and in total, and fails listing every difference.
 
-use serde_json::Value;
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+mod common;
 
-/// Validation keywords compared one-to-one at every schema node.
-const COMPARED_KEYWORDS: &[&str] = &[
-    "type",
-    "format",
-    "default",
-    "pattern",
-    "minLength",
-    "maxLength",
-    "minimum",
-    "maximum",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-    "x-kubernetes-list-type",
-    "x-kubernetes-list-map-keys",
-    "x-kubernetes-map-type",
-    "x-kubernetes-int-or-string",
-    "x-kubernetes-preserve-unknown-fields",
-    "x-kubernetes-embedded-resource",
-];
+use common::schema_diff::{COVERAGE, compare_schemas, compare_version_envelope, load_yaml};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// Upstream CRD file names: ours must use the same ones.
 const CRD_FILES: &[&str] = &[
@@ -49,105 +29,6 @@ const CRD_FILES: &[&str] = &[
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn load_yaml(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()))
-}
-
-/// One schema node found at a property path, with whether its parent lists it as required.
-struct Node<'a> {
-    schema: &'a Value,
-    required: bool,
-}
-
-/// Flattens a schema into `path -> node`, descending into properties, array items and map values.
-fn flatten<'a>(schema: &'a Value, path: String, required: bool, out: &mut Vec<(String, Node<'a>)>) {
-    out.push((path.clone(), Node { schema, required }));
-    let required_names: BTreeSet<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        for (name, child) in props {
-            let child_path = if path.is_empty() {
-                name.clone()
-            } else {
-                format!("{path}.{name}")
-            };
-            flatten(
-                child,
-                child_path,
-                required_names.contains(name.as_str()),
-                out,
-            );
-        }
-    }
-    if let Some(items) = schema.get("items") {
-        flatten(items, format!("{path}[]"), false, out);
-    }
-    if let Some(values) = schema.get("additionalProperties").filter(|v| v.is_object()) {
-        flatten(values, format!("{path}{{}}"), false, out);
-    }
-}
-
-/// The CEL rules at a node, as (rule, message) pairs.
-fn cel_rules(schema: &Value) -> BTreeSet<(String, String)> {
-    schema
-        .get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-        .map(|rules| {
-            rules
-                .iter()
-                .map(|r| {
-                    let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                    (text("rule"), text("message"))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn enum_set(schema: &Value) -> Option<BTreeSet<String>> {
-    schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .map(|vals| vals.iter().map(Value::to_string).collect())
-}
-
-/// Compares one upstream node with ours; returns the differences found.
-fn compare_node(path: &str, upstream: &Node, ours: &Node) -> Vec<String> {
-    let mut diffs = Vec::new();
-    for keyword in COMPARED_KEYWORDS {
-        let (u, o) = (upstream.schema.get(keyword), ours.schema.get(keyword));
-        if u != o {
-            diffs.push(format!("{path}: {keyword} upstream={u:?} ours={o:?}"));
-        }
-    }
-    if enum_set(upstream.schema) != enum_set(ours.schema) {
-        diffs.push(format!(
-            "{path}: enum upstream={:?} ours={:?}",
-            enum_set(upstream.schema),
-            enum_set(ours.schema)
-        ));
-    }
-    if upstream.required != ours.required {
-        diffs.push(format!(
-            "{path}: required upstream={} ours={}",
-            upstream.required, ours.required
-        ));
-    }
-    let (u_rules, o_rules) = (cel_rules(upstream.schema), cel_rules(ours.schema));
-    for missing in u_rules.difference(&o_rules) {
-        diffs.push(format!("{path}: CEL rule missing: {missing:?}"));
-    }
-    if upstream.schema.get("anyOf") != ours.schema.get("anyOf") {
-        diffs.push(format!("{path}: anyOf differs"));
-    }
-    diffs
 }
 
 /// Compares the CRD envelope: everything but the schemas and descriptions.
@@ -192,37 +73,9 @@ fn compare_envelope(file: &str, upstream: &Value, ours: &Value) -> Vec<String> {
             diffs.push(format!("{file}: version {name:?} missing"));
             continue;
         };
-        for key in ["served", "storage", "subresources", "deprecated"] {
-            if u.get(key) != o.get(key) {
-                diffs.push(format!("{file}: version {name:?} {key} differs"));
-            }
-        }
-        if strip_descriptions(u.get("additionalPrinterColumns"))
-            != strip_descriptions(o.get("additionalPrinterColumns"))
-        {
-            diffs.push(format!(
-                "{file}: version {name:?} printer columns upstream={} ours={}",
-                json_or_null(u.get("additionalPrinterColumns")),
-                json_or_null(o.get("additionalPrinterColumns"))
-            ));
-        }
+        diffs.extend(compare_version_envelope(file, u, o));
     }
     diffs
-}
-
-fn json_or_null(v: Option<&Value>) -> String {
-    v.map(Value::to_string).unwrap_or_else(|| "null".into())
-}
-
-/// Printer-column descriptions are prose and may be ours; everything else must match.
-fn strip_descriptions(columns: Option<&Value>) -> Option<Value> {
-    let mut columns = columns?.clone();
-    if let Some(list) = columns.as_array_mut() {
-        for column in list.iter_mut().filter_map(Value::as_object_mut) {
-            column.remove("description");
-        }
-    }
-    Some(columns)
 }
 
 /// Result of comparing one CRD file.
@@ -262,23 +115,10 @@ fn compare_file(file: &str, ours_dir: &Path) -> FileReport {
         let schema_of = |v: &Value| v.pointer("/schema/openAPIV3Schema").cloned();
         let u_schema = schema_of(u_version).unwrap_or(Value::Null);
         let o_schema = o_version.and_then(schema_of).unwrap_or(Value::Null);
-        let (mut u_nodes, mut o_nodes) = (Vec::new(), Vec::new());
-        flatten(&u_schema, String::new(), true, &mut u_nodes);
-        flatten(&o_schema, String::new(), true, &mut o_nodes);
-        for (path, u_node) in &u_nodes {
-            total += 1;
-            let shown = format!("{file} {name} .{path}");
-            match o_nodes.iter().find(|(p, _)| p == path) {
-                None => diffs.push(format!("{shown}: missing in ours")),
-                Some((_, o_node)) => {
-                    let node_diffs = compare_node(&shown, u_node, o_node);
-                    if node_diffs.is_empty() {
-                        matched += 1;
-                    }
-                    diffs.extend(node_diffs);
-                }
-            }
-        }
+        let report = compare_schemas(&format!("{file} {name}"), &u_schema, &o_schema, COVERAGE);
+        matched += report.matched;
+        total += report.total;
+        diffs.extend(report.diffs);
     }
     FileReport {
         matched,

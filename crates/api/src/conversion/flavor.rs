@@ -1,0 +1,103 @@
+//! The flavor of a server: v1beta1's strings `flavor` (a name) and `flavorID` against
+//! v1beta2's structured `flavor` (`id` or `filter.name`, exactly one).
+//!
+//! v1beta1 lets both strings be set; the ID then wins, as it does upstream, and the name
+//! travels in the conversion-data annotation. v1beta2 values that are not exactly one of `id`
+//! or `filter.name` are invalid in v1beta2 and have no v1beta1 meaning: they are refused.
+
+use crate::conversion::ConversionError;
+use crate::conversion::error::join;
+use crate::v1beta2::{FlavorFilter, FlavorParam};
+
+/// v1beta1 `flavor` and `flavorID` of the machine spec at `path` as a v1beta2 flavor.
+pub(crate) fn to_v1beta2(
+    name: Option<&String>,
+    id: Option<&String>,
+    path: &str,
+) -> Result<FlavorParam, ConversionError> {
+    match (name, id) {
+        (_, Some(id)) => Ok(FlavorParam {
+            filter: None,
+            id: Some(id.clone()),
+        }),
+        (Some(name), None) => Ok(FlavorParam {
+            filter: Some(FlavorFilter {
+                name: Some(name.clone()),
+            }),
+            id: None,
+        }),
+        (None, None) => Err(ConversionError::new(
+            join(path, "flavor"),
+            "neither flavor nor flavorID is set; v1beta2 requires a flavor",
+        )),
+    }
+}
+
+/// A v1beta2 flavor as v1beta1 (`flavor`, `flavorID`).
+pub(crate) fn to_v1beta1(
+    flavor: &FlavorParam,
+    path: &str,
+) -> Result<(Option<String>, Option<String>), ConversionError> {
+    let path = join(path, "flavor");
+    match (&flavor.id, &flavor.filter) {
+        (Some(id), None) => Ok((None, Some(id.clone()))),
+        (None, Some(FlavorFilter { name: Some(name) })) => Ok((Some(name.clone()), None)),
+        (None, Some(FlavorFilter { name: None })) => Err(ConversionError::new(
+            join(&path, "filter"),
+            "names no flavor; v1beta1 can only select a flavor by name or ID",
+        )),
+        (Some(_), Some(_)) => Err(ConversionError::new(
+            path,
+            "sets both id and filter; exactly one is allowed",
+        )),
+        (None, None) => Err(ConversionError::new(path, "sets neither id nor filter")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_wins_over_name() {
+        let (name, id) = (String::from("m1.small"), String::from("42"));
+        let f = to_v1beta2(Some(&name), Some(&id), "spec").unwrap_or_default();
+        assert_eq!((f.id.as_deref(), f.filter), (Some("42"), None));
+        let f = to_v1beta2(Some(&name), None, "spec").unwrap_or_default();
+        assert_eq!(to_v1beta1(&f, "spec").ok(), Some((Some(name), None)));
+    }
+
+    #[test]
+    fn unrepresentable_flavors_are_refused_with_their_path() {
+        let err =
+            |r: Result<(Option<String>, Option<String>), ConversionError>| r.err().map(|e| e.path);
+        assert_eq!(
+            to_v1beta2(None, None, "spec.bastion.spec")
+                .err()
+                .map(|e| e.path),
+            Some("spec.bastion.spec.flavor".to_owned())
+        );
+        let empty_filter = FlavorParam {
+            filter: Some(FlavorFilter { name: None }),
+            id: None,
+        };
+        assert_eq!(
+            err(to_v1beta1(&empty_filter, "spec")),
+            Some("spec.flavor.filter".to_owned())
+        );
+        let both = FlavorParam {
+            filter: Some(FlavorFilter {
+                name: Some("n".into()),
+            }),
+            id: Some("1".into()),
+        };
+        assert_eq!(
+            err(to_v1beta1(&both, "spec")),
+            Some("spec.flavor".to_owned())
+        );
+        assert_eq!(
+            err(to_v1beta1(&FlavorParam::default(), "spec")),
+            Some("spec.flavor".to_owned())
+        );
+    }
+}

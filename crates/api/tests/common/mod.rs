@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests of this crate.
+
+pub mod json_values;
+pub mod schema_diff;
