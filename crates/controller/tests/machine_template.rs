@@ -249,6 +249,20 @@ async fn events(h: &Harness, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Wait for an event `"<type> <reason>"` about `name`: events are recorded after the status
+/// write a test waits for, so reading them once races with the controller.
+async fn wait_event(h: &Harness, name: &str, event: &str) {
+    poll(
+        10,
+        || async {
+            let found = events(h, name).await.iter().any(|e| e == event);
+            found.then_some(())
+        },
+        || async { format!("{name}: no {event} event in {:?}", events(h, name).await) },
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
     let h = Harness::new("osmt-cap").await;
@@ -295,11 +309,7 @@ async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
         None,
         "no os_type, no nodeInfo"
     );
-    assert!(
-        events(&h, "disk")
-            .await
-            .contains(&"Normal CapacityUpdated".to_owned())
-    );
+    wait_event(&h, "disk", "Normal CapacityUpdated").await;
 
     // Without identityRef of its own, a template uses its cluster's OpenStackCluster's.
     let osc_spec = "identityRef:\n  name: cloud-config\n  cloudName: openstack\n";
@@ -408,11 +418,7 @@ async fn missing_flavor_or_image_is_reported_then_converges() {
     .await;
     let message = ready(&t).unwrap().2;
     assert!(message.contains("image not found"), "{message}");
-    assert!(
-        events(&h, "t")
-            .await
-            .contains(&"Warning InvalidMachineSpec".to_owned())
-    );
+    wait_event(&h, "t", "Warning InvalidMachineSpec").await;
 
     // Retried on the slow backoff, not at full speed: count the flavor lists over 3 s.
     let lists = || {
