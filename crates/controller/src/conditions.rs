@@ -51,6 +51,11 @@ impl State {
             message: message.into(),
         }
     }
+
+    /// False with severity Info: something under way, not something that stops the object.
+    pub fn is_progress(&self) -> bool {
+        matches!(self, State::False { severity, .. } if *severity == condition_severities::INFO)
+    }
 }
 
 fn truncate(s: String) -> String {

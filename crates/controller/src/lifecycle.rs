@@ -386,6 +386,30 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         Ok(Action::requeue(delay))
     }
 
+    /// Like [`Scope::waiting`], for a step whose progress the object's status does not mirror
+    /// until it is provisioned: the conditions are set (they go out with the next write), the
+    /// pace is the same, and nothing is written while the object was never provisioned. Upstream
+    /// writes an OpenStackMachine's status once, at Ready; its server and the cluster's load
+    /// balancer carry the progress meanwhile.
+    pub async fn waiting_unwritten(
+        &mut self,
+        condition: &str,
+        reason: &str,
+        why: String,
+    ) -> Result<Action> {
+        if K::provisioned(&self.written) {
+            return self.waiting(condition, reason, why).await;
+        }
+        let delay = self.ctx.paced(
+            &self.key(),
+            &format!("{}/{reason}", K::CONTROLLER),
+            &format!("{reason}: {why}"),
+        );
+        self.set(condition, State::info(reason, why.clone()));
+        self.set(condition_types::READY, State::info(reason, why));
+        Ok(Action::requeue(delay))
+    }
+
     /// Report a failure only the operator can fix (a load balancer in ERROR) as errors on
     /// `condition` and Ready, with one Warning event, and retry slowly: the cloud will not
     /// change by itself.

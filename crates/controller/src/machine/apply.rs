@@ -107,14 +107,17 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
     if !st.ready {
+        let was_ready = scope.status.ready == Some(true);
         scope.status.ready = Some(false);
         let state = instance_state(&st)
             .unwrap_or_else(|| State::info(INSTANCE_NOT_READY, SERVER_REQUESTED));
+        // Written when the server stops (ERROR, a refused request) or a ready machine loses
+        // its server's readiness; a server on its way (BUILD) is not mirrored, as upstream's
+        // machine status is first written at Ready: the OpenStackServer shows the progress, and
+        // what it recorded meanwhile (ports, its ID) goes out with the next write.
+        let write = was_ready || !state.is_progress();
         scope.set(READY, state);
-        // What the server recorded on its way (ports, its ID) rides along with the next
-        // condition change: the machine's copy is derived, and Ready tells the progress. A
-        // server that reported no state yet was just requested: nothing worth a write.
-        if conditions::get(&st.conditions, INSTANCE_READY).is_some() {
+        if write {
             scope.flush_progress().await?;
         }
         // The OpenStackServer's status changes wake this machine up (owned object); the pace
@@ -251,7 +254,10 @@ async fn reconcile_ingress(
             scope.set(cond, State::True);
             Ok(None)
         }
-        Progress::Waiting(why) => Ok(Some(scope.waiting(cond, "Progressing", why).await?)),
+        // The cluster's load balancer shows the member's progress; the machine writes at Ready.
+        Progress::Waiting(why) => Ok(Some(
+            scope.waiting_unwritten(cond, "Progressing", why).await?,
+        )),
         Progress::Stuck(why) => {
             let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
             Ok(Some(scope.stuck(cond, reason, why).await?))
