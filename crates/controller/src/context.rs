@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use capo_openstack::SessionCache;
 use capo_openstack::credentials::NilSelectorPolicy;
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
 
 use crate::backoff::Backoff;
 use crate::metrics::ReconcileMetrics;
@@ -117,7 +116,7 @@ pub struct Context {
     /// Identity Secrets, OpenStackClusterIdentities and namespaces read recently (shared by
     /// the controllers' contexts like the stores).
     pub identity_reads: Arc<crate::credentials::IdentityReads>,
-    recorder: Recorder,
+    events: crate::events::Events,
     converged: Mutex<HashMap<String, Converged>>,
     pace: crate::pace::Pace,
     inventories: Mutex<HashMap<(String, String), String>>,
@@ -175,12 +174,10 @@ impl Context {
             backoff,
             metrics: ReconcileMetrics::default(),
             informers,
-            recorder: Recorder::new(
+            events: crate::events::Events::new(
                 client.clone(),
-                Reporter {
-                    controller: FIELD_MANAGER.into(),
-                    instance: std::env::var("POD_NAME").ok(),
-                },
+                FIELD_MANAGER,
+                std::env::var("POD_NAME").ok(),
             ),
             lookups: crate::server::LookupCache::new(ttl),
             template_lookups: crate::machine_template::Lookups::new(ttl),
@@ -191,11 +188,6 @@ impl Context {
             objects: Mutex::new(HashMap::new()),
             nudge: Mutex::new(None),
         })
-    }
-
-    /// An event recorder for this manager.
-    pub fn recorder(&self) -> &Recorder {
-        &self.recorder
     }
 
     /// The API of `K` the controllers watch: the `--namespace` one, or all namespaces.
@@ -221,14 +213,13 @@ impl Context {
     ) where
         K: kube::Resource<DynamicType = ()>,
     {
-        let ev = kube::runtime::events::Event {
+        let ev = crate::events::Note {
             type_,
-            reason: reason.to_owned(),
-            note: note.map(|n| n.chars().take(1000).collect()),
-            action: action.to_owned(),
-            secondary: None,
+            reason,
+            action,
+            note,
         };
-        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+        if let Err(e) = self.events.publish(ev, &obj.object_ref(&())).await {
             tracing::debug!(error = %e, "could not publish event");
         }
     }

@@ -38,6 +38,7 @@ pub mod conditions;
 pub mod context;
 pub mod credentials;
 pub mod error;
+pub mod events;
 pub mod fingerprint;
 pub mod informers;
 pub mod ipam;
