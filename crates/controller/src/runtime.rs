@@ -193,19 +193,34 @@ impl<K> Watched for K where
 {
 }
 
-/// Annotation `kubectl apply` (client side) keeps the whole last applied object in.
-const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// Prefix of the annotations capo itself sets and reads (owner ID, bastion spec hash, strict
+/// security-group rules).
+const OWN_ANNOTATION_PREFIX: &str = "infrastructure.cluster.x-k8s.io/capo-";
+
+/// Whether a controller reads annotation `key` from a watched object: Cluster API's pause and
+/// managed-by, and capo's own.
+fn annotation_is_read(key: &str) -> bool {
+    key == capo_api::constants::PAUSED_ANNOTATION
+        || key == crate::capi::MANAGED_BY_ANNOTATION
+        || key.starts_with(OWN_ANNOTATION_PREFIX)
+}
 
 /// Drop what no controller reads from a watched object before it is cached or passed on: its
 /// managed fields (one JSON tree per field manager, decoded here into maps of strings, which
-/// made them the largest part of a cached OpenStackServer) and `kubectl apply`'s copy of the
-/// object. Writes never start from a cached object's metadata as a whole (finalizer and
-/// annotation patches name their keys), so nothing is lost on the way back.
+/// made them the largest part of a cached OpenStackServer) and every annotation no controller
+/// reads (`kubectl apply`'s copy of the object, Cluster API's cloned-from and kubeadm
+/// configuration copies, users' own); an emptied map is dropped too, so an object without
+/// such annotations holds no map node. Writes never start from a cached object's metadata as
+/// a whole (finalizer and annotation patches name their keys), so nothing is lost on the way
+/// back.
 pub fn trim<K: Resource>(obj: &mut K) {
     let meta = obj.meta_mut();
     meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
+        annotations.retain(|key, _| annotation_is_read(key));
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
     }
 }
 
@@ -424,15 +439,44 @@ mod tests {
     }
 
     #[test]
-    fn trimming_drops_managed_fields_and_the_last_applied_copy_only() {
+    fn trimming_keeps_only_what_the_controllers_read() {
         let mut o = ConfigMap::default();
         o.metadata.managed_fields = Some(vec![Default::default()]);
-        o.annotations_mut()
-            .insert(LAST_APPLIED_ANNOTATION.into(), "{}".into());
-        o.annotations_mut().insert("keep".into(), "yes".into());
+        for key in [
+            "kubectl.kubernetes.io/last-applied-configuration",
+            "cluster.x-k8s.io/cloned-from-name",
+            "example.com/users-own",
+            capo_api::constants::PAUSED_ANNOTATION,
+            crate::capi::MANAGED_BY_ANNOTATION,
+            OWNER_ID_ANNOTATION,
+            crate::cluster::STRICT_RULES_ANNOTATION,
+            "infrastructure.cluster.x-k8s.io/capo-bastion-spec-hash",
+        ] {
+            o.annotations_mut().insert(key.into(), "v".into());
+        }
+        o.labels_mut().insert("any".into(), "label".into());
         trim(&mut o);
         assert!(o.metadata.managed_fields.is_none());
-        assert_eq!(o.annotations().len(), 1);
-        assert_eq!(o.annotations().get("keep").map(String::as_str), Some("yes"));
+        let kept: Vec<&str> = o.annotations().keys().map(String::as_str).collect();
+        assert_eq!(
+            kept,
+            [
+                "cluster.x-k8s.io/managed-by",
+                "cluster.x-k8s.io/paused",
+                "infrastructure.cluster.x-k8s.io/capo-bastion-spec-hash",
+                "infrastructure.cluster.x-k8s.io/capo-owner-id",
+                "infrastructure.cluster.x-k8s.io/capo-strict-security-group-rules",
+            ]
+        );
+        assert_eq!(o.labels().len(), 1, "labels are kept");
+    }
+
+    #[test]
+    fn trimming_drops_an_emptied_annotation_map() {
+        let mut o = ConfigMap::default();
+        o.annotations_mut()
+            .insert("cluster.x-k8s.io/cloned-from-name".into(), "t".into());
+        trim(&mut o);
+        assert!(o.metadata.annotations.is_none());
     }
 }
