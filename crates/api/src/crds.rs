@@ -25,7 +25,14 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         OpenStackFloatingIPPool::crd(),
         OpenStackClusterIdentity::crd(),
     ];
-    for crd in &mut crds {
+    finish(&mut crds);
+    crds
+}
+
+/// What every rendered CRD gets after `kube`'s derive: its list kind, and the schema
+/// adjustments of [`normalize_schema`] in every version.
+pub fn finish(crds: &mut [CustomResourceDefinition]) {
+    for crd in crds {
         crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
         for version in &mut crd.spec.versions {
             if let Some(schema) = version
@@ -37,7 +44,6 @@ pub fn all() -> Vec<CustomResourceDefinition> {
             }
         }
     }
-    crds
 }
 
 /// File name upstream uses for a CRD: `<group>_<plural>.yaml`.

@@ -36,17 +36,6 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         OpenStackMachine::crd(),
         OpenStackMachineTemplate::crd(),
     ];
-    for crd in &mut crds {
-        crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
-        for version in &mut crd.spec.versions {
-            if let Some(schema) = version
-                .schema
-                .as_mut()
-                .and_then(|s| s.open_api_v3_schema.as_mut())
-            {
-                crate::crds::normalize_schema(schema);
-            }
-        }
-    }
+    crate::crds::finish(&mut crds);
     crds
 }

@@ -82,12 +82,7 @@ fn substitute_defaults(text: &str) -> String {
 /// Every document of a converted kind and of `api_version` in the YAML files of `dir`, with
 /// a label naming its file.
 fn documents(dir: &Path, api_version: &str) -> Vec<(String, Value)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
+    let files = common::files::yaml_files(dir);
     let mut docs = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));

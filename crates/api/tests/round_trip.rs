@@ -149,12 +149,7 @@ fn round_trip(doc: &Value) -> Result<(), String> {
 
 /// Every `OpenStack*` document of the YAML files in `dir`, with a label for messages.
 fn openstack_documents(dir: &Path, envsubst: bool) -> Vec<(String, Value)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
+    let files = common::files::yaml_files(dir);
     let mut docs = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
@@ -174,20 +169,7 @@ fn openstack_documents(dir: &Path, envsubst: bool) -> Vec<(String, Value)> {
 }
 
 fn check_all_round_trip(docs: &[(String, Value)]) {
-    let failures: Vec<String> = docs
-        .iter()
-        .filter_map(|(label, doc)| round_trip(doc).err().map(|e| format!("{label}: {e}")))
-        .collect();
-    println!(
-        "round trip: {}/{} documents",
-        docs.len() - failures.len(),
-        docs.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "round trip failures:\n{}",
-        failures.join("\n")
-    );
+    common::files::check_each("round trip", docs, round_trip);
 }
 
 #[test]

@@ -65,12 +65,7 @@ fn yaml_documents(path: &Path) -> Vec<Value> {
 /// Every document of an OpenStack kind in the upstream templates, with a label for messages.
 fn template_documents() -> Vec<(String, Value)> {
     let dir = reference_dir().join("templates");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
+    let files = common::files::yaml_files(&dir);
     let mut docs = Vec::new();
     for file in files {
         let name = file
@@ -144,20 +139,7 @@ fn upstream_v1beta2_templates_round_trip() {
     );
     assert!(count("OpenStackCluster") > 0 && count("OpenStackClusterTemplate") > 0);
     assert!(count("OpenStackMachineTemplate") > 0);
-    let failures: Vec<String> = docs
-        .iter()
-        .filter_map(|(label, doc)| round_trip(doc).err().map(|e| format!("{label}: {e}")))
-        .collect();
-    println!(
-        "round trip: {}/{} documents",
-        docs.len() - failures.len(),
-        docs.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "round trip failures:\n{}",
-        failures.join("\n")
-    );
+    common::files::check_each("round trip", &docs, round_trip);
 }
 
 #[test]
