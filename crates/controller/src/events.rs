@@ -89,7 +89,10 @@ impl Events {
         ev: Note<'_>,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
-        let note = ev.note.as_ref().map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
+        let note = ev
+            .note
+            .as_ref()
+            .map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
         let key = digest(&ev, note.as_deref(), regarding);
         let now = Instant::now();
         if let Some((name, namespace, count)) = self.next_in_series(key, now) {
@@ -98,7 +101,10 @@ impl Events {
                 "count": count,
                 "lastObservedTime": MicroTime(Timestamp::now()),
             }});
-            match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
                 Ok(_) => return Ok(()),
                 // Gone meanwhile (the API server expires events after an hour by default):
                 // start a new one.
@@ -241,7 +247,10 @@ mod tests {
         assert_eq!(base, digest(&note("R", "x"), Some("x"), &a));
         assert_ne!(base, digest(&note("Other", "x"), Some("x"), &a));
         assert_ne!(base, digest(&note("R", "y"), Some("y"), &a));
-        assert_ne!(base, digest(&note("R", "x"), Some("x"), &reference("m", "u2")));
+        assert_ne!(
+            base,
+            digest(&note("R", "x"), Some("x"), &reference("m", "u2"))
+        );
         let mut normal = note("R", "x");
         normal.type_ = EventType::Normal;
         assert_ne!(base, digest(&normal, Some("x"), &a));
