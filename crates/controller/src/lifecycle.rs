@@ -373,6 +373,14 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// of a chain (the load balancer ACTIVE, then its listener, pool, monitor) starts short
     /// again.
     pub async fn waiting(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
+        let delay = self.mark_waiting(condition, reason, why);
+        self.flush().await?;
+        Ok(Action::requeue(delay))
+    }
+
+    /// Set `condition` (and Ready, while never provisioned) to the wait and return when to look
+    /// again.
+    fn mark_waiting(&mut self, condition: &str, reason: &str, why: String) -> std::time::Duration {
         let delay = self.ctx.paced(
             &self.key(),
             &format!("{}/{reason}", K::CONTROLLER),
@@ -382,8 +390,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         if !K::provisioned(&self.status) {
             self.set(condition_types::READY, State::info(reason, why));
         }
-        self.flush().await?;
-        Ok(Action::requeue(delay))
+        delay
     }
 
     /// Like [`Scope::waiting`], for a step whose progress the object's status does not mirror
@@ -400,14 +407,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         if K::provisioned(&self.written) {
             return self.waiting(condition, reason, why).await;
         }
-        let delay = self.ctx.paced(
-            &self.key(),
-            &format!("{}/{reason}", K::CONTROLLER),
-            &format!("{reason}: {why}"),
-        );
-        self.set(condition, State::info(reason, why.clone()));
-        self.set(condition_types::READY, State::info(reason, why));
-        Ok(Action::requeue(delay))
+        Ok(Action::requeue(self.mark_waiting(condition, reason, why)))
     }
 
     /// Report a failure only the operator can fix (a load balancer in ERROR) as errors on
