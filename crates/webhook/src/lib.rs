@@ -1,4 +1,5 @@
-//! Validating admission webhooks for every capo kind, and the HTTPS server that serves them.
+//! Validating admission webhooks for every capo kind, the conversion webhook between
+//! `v1beta1` and `v1beta2`, and the HTTPS server that serves them.
 //!
 //! The rules themselves live in [`capo_api::validation`] (pure functions, unit-tested there);
 //! this crate only turns an `AdmissionReview` into a call of
@@ -16,6 +17,7 @@
 //! [`router`] is the same HTTP application without TLS, for tests.
 
 mod admission;
+mod conversion;
 mod kinds;
 mod review;
 mod server;
@@ -24,6 +26,10 @@ mod status;
 pub use admission::TOPOLOGY_DRY_RUN_ANNOTATION;
 /// Errors of the server, and the certificate file names it reads.
 pub use capo_tls::{CERT_FILE, Error, KEY_FILE, Result};
+pub use conversion::{
+    CONVERSION_PATH, CONVERSION_V1, CONVERSION_V1BETA1, ConversionRequest, ConversionResponse,
+    ConversionResult, ConversionReview,
+};
 pub use kinds::{WEBHOOKS, Webhook};
 pub use review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, Status, StatusCause,

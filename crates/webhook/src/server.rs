@@ -17,6 +17,9 @@ use capo_tls::tokio_rustls::TlsAcceptor;
 use capo_tls::{CertDir, Error, Result, ServeOptions};
 use tokio::net::TcpListener;
 
+use crate::conversion::{
+    self, CONVERSION_PATH, CONVERSION_V1, CONVERSION_V1BETA1, ConversionReview,
+};
 use crate::kinds::{WEBHOOKS, Webhook};
 use crate::review::{ADMISSION_V1, ADMISSION_V1BETA1, AdmissionReview};
 
@@ -58,9 +61,13 @@ impl Default for WebhookServerConfig {
     }
 }
 
-/// The webhooks' HTTP application: `POST <path>` with an `AdmissionReview` per [`WEBHOOKS`].
+/// The webhooks' HTTP application: `POST <path>` with an `AdmissionReview` per [`WEBHOOKS`],
+/// and `POST /convert` with a `ConversionReview`.
 pub fn router() -> Router {
-    let mut router = Router::new();
+    let mut router = Router::new().route(
+        CONVERSION_PATH,
+        post(|body: Bytes| async move { handle_conversion(&body) }),
+    );
     for hook in &WEBHOOKS {
         router = router.route(
             hook.path,
@@ -100,6 +107,48 @@ fn handle(hook: &'static Webhook, body: &[u8]) -> Response {
     Json(AdmissionReview {
         api_version: review.api_version,
         kind: "AdmissionReview".to_owned(),
+        request: None,
+        response: Some(response),
+    })
+    .into_response()
+}
+
+fn handle_conversion(body: &[u8]) -> Response {
+    let review: ConversionReview = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(e) => {
+            let message = format!("{CONVERSION_PATH}: body is not a ConversionReview: {e}");
+            return (StatusCode::BAD_REQUEST, message).into_response();
+        }
+    };
+    if review.api_version != CONVERSION_V1 && review.api_version != CONVERSION_V1BETA1 {
+        let message = format!(
+            "unsupported ConversionReview version {:?}; expected {CONVERSION_V1} or {CONVERSION_V1BETA1}",
+            review.api_version
+        );
+        return (StatusCode::BAD_REQUEST, message).into_response();
+    }
+    let Some(request) = review.request else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "ConversionReview without a request",
+        )
+            .into_response();
+    };
+    let objects = request.objects.len();
+    let desired = request.desired_api_version.clone();
+    let response = conversion::review(request);
+    if response.result.status == "Success" {
+        tracing::debug!(objects, desired = %desired, "conversion review");
+    } else {
+        // The message names the object and the field; these four kinds hold no secrets
+        // (credentials and user data live in Secrets they only name).
+        tracing::info!(objects, desired = %desired, reason = %response.result.message,
+            "conversion refused");
+    }
+    Json(ConversionReview {
+        api_version: review.api_version,
+        kind: "ConversionReview".to_owned(),
         request: None,
         response: Some(response),
     })
