@@ -2,31 +2,89 @@
 //!
 //! `kube`'s derive builds each schema; [`all`] then applies the few adjustments that make the
 //! result match what controller-gen emits for upstream (see [`normalize_schema`]).
+//!
+//! OpenStackCluster, OpenStackClusterTemplate, OpenStackMachine and OpenStackMachineTemplate
+//! serve `v1beta1` and `v1beta2`, converting through the webhook at `/convert`
+//! ([`CONVERSION_SERVICE`] of namespace `system`, which `config/default` renames as it renames
+//! the Service). `v1beta1` stays the storage version while the controllers read and write it:
+//! their reads and watches then never wait on a conversion. Both Cluster API contract labels
+//! are set, so Cluster API v1.14 reads them as `v1beta2` (contract v1beta2), and older
+//! releases as `v1beta1`.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
+    CustomResourceConversion, CustomResourceDefinition, JSONSchemaProps, ServiceReference,
+    WebhookClientConfig, WebhookConversion,
 };
 use kube::CustomResourceExt;
 use serde_json::Value;
 
 use crate::v1alpha1::{OpenStackClusterIdentity, OpenStackFloatingIPPool, OpenStackServer};
-use crate::v1beta1::{
-    OpenStackCluster, OpenStackClusterTemplate, OpenStackMachine, OpenStackMachineTemplate,
-};
+use crate::{v1beta1, v1beta2};
+
+/// Name of the Service (before `config/default`'s prefix) the API server calls for
+/// conversions; the admission webhooks are behind it too.
+pub const CONVERSION_SERVICE: &str = "webhook-service";
+/// URL path of the conversion webhook.
+pub const CONVERSION_PATH: &str = "/convert";
+/// Version every multi-version CRD stores.
+pub const STORAGE_VERSION: &str = "v1beta1";
 
 /// Every CRD of the provider, in a fixed order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     let mut crds = vec![
-        OpenStackCluster::crd(),
-        OpenStackClusterTemplate::crd(),
-        OpenStackMachine::crd(),
-        OpenStackMachineTemplate::crd(),
+        two_versions(
+            v1beta1::OpenStackCluster::crd(),
+            v1beta2::OpenStackCluster::crd(),
+        ),
+        two_versions(
+            v1beta1::OpenStackClusterTemplate::crd(),
+            v1beta2::OpenStackClusterTemplate::crd(),
+        ),
+        two_versions(
+            v1beta1::OpenStackMachine::crd(),
+            v1beta2::OpenStackMachine::crd(),
+        ),
+        two_versions(
+            v1beta1::OpenStackMachineTemplate::crd(),
+            v1beta2::OpenStackMachineTemplate::crd(),
+        ),
         OpenStackServer::crd(),
         OpenStackFloatingIPPool::crd(),
         OpenStackClusterIdentity::crd(),
     ];
     finish(&mut crds);
     crds
+}
+
+/// One CRD serving the versions of `older` then `newer` (as upstream orders them), with the
+/// labels of both, [`STORAGE_VERSION`] stored, and conversion through the webhook.
+fn two_versions(
+    mut older: CustomResourceDefinition,
+    newer: CustomResourceDefinition,
+) -> CustomResourceDefinition {
+    let labels = older.metadata.labels.get_or_insert_with(Default::default);
+    labels.extend(newer.metadata.labels.unwrap_or_default());
+    older.spec.versions.extend(newer.spec.versions);
+    for version in &mut older.spec.versions {
+        version.served = true;
+        version.storage = version.name == STORAGE_VERSION;
+    }
+    older.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".to_owned(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    name: CONVERSION_SERVICE.to_owned(),
+                    namespace: "system".to_owned(),
+                    path: Some(CONVERSION_PATH.to_owned()),
+                    port: None,
+                }),
+                ..WebhookClientConfig::default()
+            }),
+            conversion_review_versions: vec!["v1".to_owned()],
+        }),
+    });
+    older
 }
 
 /// What every rendered CRD gets after `kube`'s derive: its list kind, and the schema

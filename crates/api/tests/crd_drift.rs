@@ -47,6 +47,13 @@ fn envelope_matches_upstream_conventions() {
             "{} lacks the contract label",
             crd.spec.names.kind
         );
+        let serves_v1beta2 = crd.spec.versions.iter().any(|v| v.name == "v1beta2");
+        assert_eq!(
+            labels.get("cluster.x-k8s.io/v1beta2").map(String::as_str),
+            serves_v1beta2.then_some("v1beta2"),
+            "{}: the v1beta2 contract label names the v1beta2 version where it is served",
+            crd.spec.names.kind
+        );
         let version = &crd.spec.versions[0];
         let schema = version
             .schema

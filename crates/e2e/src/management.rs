@@ -520,6 +520,10 @@ async fn start_async(
             (task, Some(child))
         }
     };
+    // From here the API server converts through the manager's own webhook, as in production.
+    env.use_conversion_webhook(webhook_port, ca_pem)
+        .await
+        .map_err(|e| format!("capo's conversion webhook: {e}"))?;
     install_capo_webhooks(&env.client(), webhook_port, ca_pem).await?;
     eprintln!(
         "capo-e2e: management cluster {name} ready (Cluster API {}; capo's log {})",
@@ -541,9 +545,10 @@ async fn start_async(
 }
 
 /// Registers capo's shipped `config/webhook/manifests.yaml`, pointed at the in-process
-/// manager's webhook server, and waits until the API server enforces it: a dry-run create of an
-/// OpenStackMachineTemplate that sets a providerID (schema-valid, refused by capo's webhook)
-/// must come back refused by the webhook.
+/// manager's webhook server, and waits until the API server enforces it: a dry-run create of a
+/// v1beta2 OpenStackMachineTemplate that sets a providerID (schema-valid, converted to v1beta1
+/// by the manager's conversion webhook, then refused by its v1beta1 admission webhook) must come
+/// back refused by the webhook.
 async fn install_capo_webhooks(client: &Client, port: u16, ca_pem: &str) -> Result<(), String> {
     let manifests = capo_testkit::paths::repo_root().join("config/webhook/manifests.yaml");
     capi::install_webhook_manifests(client, &manifests, "capo", port, ca_pem)
@@ -554,16 +559,16 @@ async fn install_capo_webhooks(client: &Client, port: u16, ca_pem: &str) -> Resu
         "default",
         &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
             "infrastructure.cluster.x-k8s.io",
-            "v1beta1",
+            "v1beta2",
             "OpenStackMachineTemplate",
         )),
     );
     let probe: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
         "kind": "OpenStackMachineTemplate",
         "metadata": {"name": "capo-e2e-webhook-probe", "namespace": "default"},
         "spec": {"template": {"spec": {
-            "flavor": "m1.small",
+            "flavor": {"filter": {"name": "m1.small"}},
             "image": {"filter": {"name": "probe"}},
             "providerID": "openstack:///probe",
         }}},

@@ -6,12 +6,14 @@ use std::time::Instant;
 use base64::Engine as _;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ObjectMeta, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, Config};
 
-use crate::capi::setup::Endpoints;
+use crate::capi::setup::{Endpoints, set_conversion};
 use crate::capi::{CapiDir, Provider};
 use crate::certs::Credentials;
+use crate::conversion::{self, ConversionServer};
 use crate::crds;
 use crate::error::{Error, Result};
 use crate::launch::{
@@ -74,6 +76,10 @@ pub struct TestEnv {
     kubeconfig: PathBuf,
     config: Config,
     crds: Vec<String>,
+    /// Our CRDs that convert through a webhook (they serve several versions).
+    conversion_crds: Vec<String>,
+    /// capo's conversion webhook those CRDs call unless a test points them elsewhere.
+    conversion: ConversionServer,
     etcd_log: PathBuf,
     apiserver_log: PathBuf,
     /// The process group of the servers, which the watchdog kills.
@@ -167,11 +173,13 @@ impl TestEnv {
             Some(capi_dir) => Some(Endpoints::prepare(&dir, capi_dir.clone())?),
             None => None,
         };
-        let installed = install_crds(
+        let conversion = ConversionServer::start(&dir.join("capo-conversion-certs"))?;
+        let (installed, conversion_crds) = install_crds(
             &client,
             env_dir,
             capi.as_ref(),
             options.infrastructure_crds.as_deref(),
+            &conversion,
         )
         .await?;
         let with_capi = match &capi {
@@ -195,6 +203,8 @@ impl TestEnv {
             kubeconfig,
             config,
             crds: installed,
+            conversion_crds,
+            conversion,
             group,
             capi,
             audit_log,
@@ -253,6 +263,29 @@ impl TestEnv {
     /// The temporary directory holding logs, certificates and etcd data.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Points our multi-version CRDs' conversion at `https://127.0.0.1:<port>/convert`, trusting
+    /// `ca_pem` (a manager's own webhook server, instead of the environment's).
+    pub async fn use_conversion_webhook(&self, port: u16, ca_pem: &str) -> Result<()> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
+        for name in &self.conversion_crds {
+            let mut crd = api
+                .get(name)
+                .await
+                .map_err(Error::kube(format!("reading CRD {name}")))?;
+            set_conversion(&mut crd, port, ca_pem);
+            let patch = serde_json::json!({"spec": {"conversion": crd.spec.conversion}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(Error::kube(format!("pointing CRD {name} at port {port}")))?;
+        }
+        Ok(())
+    }
+
+    /// The port of the environment's own conversion webhook server on `127.0.0.1`.
+    pub fn conversion_port(&self) -> u16 {
+        self.conversion.port
     }
 
     /// The Cluster API build whose CRDs this environment installed, if started with one.
@@ -329,14 +362,16 @@ impl std::fmt::Debug for UserTokens {
     }
 }
 
-/// Installs our CRDs and the Cluster API and ORC ones; returns their names. With a Cluster API
-/// build, its CRDs replace the test-env directory's Cluster API CRDs.
+/// Installs our CRDs and the Cluster API and ORC ones; returns their names, and the names of
+/// ours that convert through `conversion` (every one serving several versions). With a Cluster
+/// API build, its CRDs replace the test-env directory's Cluster API CRDs.
 async fn install_crds(
     client: &Client,
     env_dir: &EnvDir,
     capi: Option<&Endpoints>,
     infrastructure: Option<&Path>,
-) -> Result<Vec<String>> {
+    conversion: &ConversionServer,
+) -> Result<(Vec<String>, Vec<String>)> {
     let ours = infrastructure.map_or_else(paths::our_crd_dir, Path::to_path_buf);
     let files = crds::yaml_files(&ours)?;
     if files.is_empty() {
@@ -346,6 +381,11 @@ async fn install_crds(
         );
     }
     let mut all = crds::load(&files)?;
+    let mut converting = Vec::new();
+    for crd in all.iter_mut().filter(|crd| conversion::converts(crd)) {
+        set_conversion(crd, conversion.port, &conversion.ca_pem);
+        converting.push(crd.metadata.name.clone().unwrap_or_default());
+    }
     let env_crds = crds::load(&crds::yaml_files(&env_dir.crds())?)?;
     match capi {
         None => all.extend(env_crds),
@@ -358,7 +398,7 @@ async fn install_crds(
             all.extend(capi.crds()?);
         }
     }
-    crds::install(client, &all).await
+    Ok((crds::install(client, &all).await?, converting))
 }
 
 /// Prints the server logs when dropped during a panic (see [`TestEnv::logs_on_failure`]).

@@ -21,6 +21,7 @@
 mod apply;
 pub mod capi;
 mod certs;
+mod conversion;
 mod crds;
 mod env;
 mod error;
