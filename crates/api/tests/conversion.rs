@@ -102,6 +102,8 @@ fn documents(dir: &Path, api_version: &str) -> Vec<(String, Value)> {
 fn v1beta1_documents() -> Vec<(String, Value)> {
     let dirs = [
         manifest_dir().join("../../templates"),
+        // The templates' v1beta1 documents from before they moved to v1beta2.
+        manifest_dir().join("../templates-test/tests/data/v1beta1"),
         manifest_dir().join("tests/data/templates"),
         manifest_dir().join("tests/data/seed-001/accepted"),
         reference("capo-v0.14.7/templates"),

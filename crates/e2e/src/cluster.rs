@@ -61,6 +61,18 @@ pub fn infra(client: &Client, ns: &str, kind: &str) -> Api<DynamicObject> {
     )
 }
 
+/// `infrastructure.cluster.x-k8s.io/v1beta2 <kind>` in `ns`: the version Cluster API v1.14 reads,
+/// served through capo's conversion webhook.
+pub fn infra_v1beta2(client: &Client, ns: &str, kind: &str) -> Api<DynamicObject> {
+    api(
+        client,
+        ns,
+        "infrastructure.cluster.x-k8s.io",
+        "v1beta2",
+        kind,
+    )
+}
+
 /// The variables `clusterctl generate cluster` needs for capo's templates on `cloud`.
 pub fn template_env(cloud: &Cloud) -> BTreeMap<String, String> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);

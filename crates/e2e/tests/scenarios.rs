@@ -595,6 +595,62 @@ async fn topology_flavor_reconciles_through_the_cluster_class() {
         .await
         .unwrap_or_else(|e| s.fail(&e));
     s.report("topology scaled").await;
+
+    // The bastion through the class's `bastion` and `bastionFlavor` patches (v1beta2 selectors),
+    // applied by the topology controller to the v1beta2 OpenStackCluster, and built by capo.
+    let current = clusters
+        .get(cluster)
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let mut variables =
+        serde_json::to_value(&current).unwrap_or_default()["spec"]["topology"]["variables"].clone();
+    let Some(bastion) = variables
+        .as_array_mut()
+        .and_then(|vs| vs.iter_mut().find(|v| v["name"] == "bastion"))
+    else {
+        s.fail("the topology Cluster has no bastion variable")
+    };
+    bastion["value"]["enabled"] = json!(true);
+    bastion["value"]["spec"]["image"]["filter"]["name"] = json!("ubuntu-2404-kube-v1.34");
+    clusters
+        .patch(
+            cluster,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"topology": {"variables": variables}}})),
+        )
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    let oscs = cluster::infra(&s.client, &s.ns, "OpenStackCluster");
+    let deadline = Instant::now() + UP;
+    let osc = loop {
+        let list = oscs
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|e| s.fail(&e.to_string()));
+        let osc = list
+            .items
+            .into_iter()
+            .next()
+            .map(|o| serde_json::to_value(o).unwrap_or_default());
+        if let Some(osc) = osc.filter(|o| o["status"]["bastion"]["state"] == "ACTIVE") {
+            break osc;
+        }
+        if Instant::now() > deadline {
+            s.fail("the bastion was not ACTIVE in time");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(osc["spec"]["bastion"]["spec"]["flavor"], json!("m1.small"));
+    let name = osc["metadata"]["name"].as_str().unwrap_or_default();
+    let as_v1beta2 = cluster::infra_v1beta2(&s.client, &s.ns, "OpenStackCluster")
+        .get(name)
+        .await
+        .unwrap_or_else(|e| s.fail(&e.to_string()));
+    assert_eq!(
+        serde_json::to_value(as_v1beta2).unwrap_or_default()["spec"]["bastion"]["spec"]["flavor"],
+        json!({"filter": {"name": "m1.small"}})
+    );
+    s.report("bastion up").await;
     s.delete_and_check_empty(cluster).await;
 }
 

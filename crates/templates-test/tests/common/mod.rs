@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 pub mod envsubst;
+pub mod infra;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +40,31 @@ pub fn repo_root() -> PathBuf {
 pub fn template(file: &str) -> String {
     let path = repo_root().join("templates").join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// The documents of a YAML text (a template, rendered or not) as JSON values.
+pub fn documents(yaml: &str) -> Vec<serde_json::Value> {
+    capo_testkit::parse_objects(yaml)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .iter()
+        .map(|o| serde_json::to_value(o).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// The files of `tests/data/v1beta1/`: the infrastructure documents (and the ClusterClass) of
+/// each template as it was before the templates moved to v1beta2, by file name.
+pub fn previous_v1beta1() -> BTreeMap<String, String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/v1beta1");
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok())
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(entry.path())
+                .unwrap_or_else(|e| panic!("reading {name}: {e}"));
+            (name, text)
+        })
+        .collect()
 }
 
 /// The text of `docs/flavors.md`.
