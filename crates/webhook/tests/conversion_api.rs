@@ -36,14 +36,15 @@ async fn get(client: &Client, ns: &str, kind: &str, version: &str, name: &str) -
         .unwrap()
 }
 
+/// The version part of an object's `apiVersion`.
+fn version_of(object: &Value) -> &str {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    api_version.rsplit('/').next().unwrap_or_default()
+}
+
 async fn create(client: &Client, ns: &str, doc: &Value) -> Value {
     let kind = doc["kind"].as_str().unwrap();
-    let version = doc["apiVersion"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap();
+    let version = version_of(doc);
     let mut object: DynamicObject = serde_json::from_value(doc.clone()).unwrap();
     object.metadata.namespace = Some(ns.to_owned());
     let created = api(client, ns, kind, version)
@@ -57,12 +58,7 @@ async fn create(client: &Client, ns: &str, doc: &Value) -> Value {
 /// status subresource.
 async fn write_back(client: &Client, ns: &str, object: &Value) -> Value {
     let kind = object["kind"].as_str().unwrap();
-    let version = object["apiVersion"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap();
+    let version = version_of(object);
     let name = object["metadata"]["name"].as_str().unwrap();
     let api = api(client, ns, kind, version);
     let typed: DynamicObject = serde_json::from_value(object.clone()).unwrap();
@@ -90,12 +86,7 @@ async fn set_status(client: &Client, ns: &str, object: &Value, status: Value) ->
     let mut object = object.clone();
     object["status"] = status;
     let kind = object["kind"].as_str().unwrap();
-    let version = object["apiVersion"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap();
+    let version = version_of(&object);
     let name = object["metadata"]["name"].as_str().unwrap().to_owned();
     let updated = api(client, ns, kind, version)
         .replace_status(
@@ -290,33 +281,31 @@ fn upstream_templates() -> PathBuf {
     dir
 }
 
-/// clusterctl's variables: the default where the template gives one, else a plausible value.
-fn substitute(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        let Some(end) = after.find('}') else {
-            out.push_str(after);
-            return out;
-        };
-        let expr = &after[2..end];
-        let value = match expr.split_once(":=") {
-            Some((_, default)) => default.to_owned(),
-            None => match expr {
-                "OPENSTACK_DNS_NAMESERVERS" => "10.0.0.2".to_owned(),
-                "OPENSTACK_EXTERNAL_NETWORK_ID" => UUID_A.to_owned(),
-                e if e.ends_with("COUNT") => "1".to_owned(),
-                e if e.starts_with("KUBERNETES_VERSION") => "v1.34.1".to_owned(),
-                e => e.to_lowercase().replace(['_', '%', '.', '*'], "-"),
-            },
-        };
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
+/// A value for every variable upstream main's templates use without a default.
+fn template_vars() -> std::collections::BTreeMap<&'static str, &'static str> {
+    [
+        ("CLUSTER_NAME", "upstream"),
+        ("CONTROL_PLANE_MACHINE_COUNT", "1"),
+        ("WORKER_MACHINE_COUNT", "1"),
+        ("KUBERNETES_VERSION", "v1.34.1"),
+        ("COREOS_OPENSTACK_HOSTNAME", "node.example"),
+        ("COREOS_OPENSTACK_INSTANCE_UUID", UUID_B),
+        ("FLATCAR_IMAGE_NAME", "flatcar"),
+        ("OPENSTACK_CLOUD", "openstack"),
+        ("OPENSTACK_CLOUD_CACERT_B64", ""),
+        ("OPENSTACK_CLOUD_YAML_B64", ""),
+        ("OPENSTACK_CONTROL_PLANE_MACHINE_FLAVOR", "m1.medium"),
+        ("OPENSTACK_NODE_MACHINE_FLAVOR", "m1.small"),
+        ("OPENSTACK_DNS_NAMESERVERS", "10.0.0.2"),
+        ("OPENSTACK_EXTERNAL_NETWORK_ID", UUID_A),
+        ("OPENSTACK_FAILURE_DOMAIN", "nova"),
+        ("OPENSTACK_FLATCAR_IMAGE_NAME", "flatcar"),
+        ("OPENSTACK_IMAGE_NAME", "ubuntu"),
+        ("OPENSTACK_IMAGE_NAME_UPGRADE_FROM", "ubuntu-old"),
+        ("OPENSTACK_SSH_KEY_NAME", "ops"),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// Whether every value of `wanted` is in `actual` (objects may have more keys); the first path
@@ -356,7 +345,9 @@ async fn upstream_mains_v1beta2_templates_apply_unchanged_and_read_back_in_both_
     let mut applied = 0;
     for file in files {
         let ns = env.new_namespace("upstream-templates").await.unwrap();
-        let text = substitute(&std::fs::read_to_string(&file).unwrap());
+        let text =
+            capo_testkit::envsubst(&std::fs::read_to_string(&file).unwrap(), &template_vars())
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for doc in yaml_serde::Deserializer::from_str(&text) {
             let doc = Value::deserialize(doc).unwrap();
             let kind = doc["kind"].as_str().unwrap_or_default().to_owned();
