@@ -82,7 +82,7 @@ mod ports;
 mod recast;
 mod restore;
 
-pub use annotation::CONVERSION_DATA_ANNOTATION;
+pub use annotation::{CONVERSION_DATA_ANNOTATION, carried_from_v1beta2};
 pub use cluster::{cluster_to_v1beta1, cluster_to_v1beta2};
 pub use cluster_template::{cluster_template_to_v1beta1, cluster_template_to_v1beta2};
 pub use conditions::NO_REASON;

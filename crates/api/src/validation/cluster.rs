@@ -404,10 +404,52 @@ fn permitted_extensions(
     Some(permitted)
 }
 
+/// v1beta2's `primarySubnet` (carried in the conversion data of a v1beta1 object, since only
+/// v1beta2 has the field) chooses the subnet of the API load balancer's VIP and of its members.
+/// capo always uses the first of `subnets` for them, so any other choice is refused rather than
+/// ignored; naming that first subnet again is accepted.
+fn check_primary_subnet(
+    path: &FieldPath,
+    spec: &OpenStackClusterSpec,
+    carried_spec: Option<&serde_json::Value>,
+    errors: &mut Vec<FieldError>,
+) {
+    let Some(primary) = carried_spec
+        .and_then(|s| s.get("primarySubnet"))
+        .filter(|p| !p.is_null())
+    else {
+        return;
+    };
+    let first = spec
+        .subnets
+        .first()
+        .and_then(|s| serde_json::to_value(s).ok());
+    if first.as_ref() != Some(primary) {
+        errors.push(FieldError::forbidden(
+            &path.child("primarySubnet"),
+            "capo puts the API load balancer's VIP and members on the first of subnets; \
+             choosing another primary subnet is not supported yet (list that subnet first, or \
+             leave primarySubnet out)",
+        ));
+    }
+}
+
+/// The `spec` part of what a v1beta1 `kind` object carries from v1beta2.
+fn carried_spec(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    kind: &str,
+) -> Option<serde_json::Value> {
+    crate::conversion::carried_from_v1beta2(meta.annotations.as_ref(), kind)
+        .and_then(|data| data.get("spec").cloned())
+}
+
 impl Validate for OpenStackCluster {
     fn validate_create(&self) -> Result<(), ValidationErrors> {
         let mut errors = Vec::new();
-        check_cluster_spec(&FieldPath::new("spec"), &self.spec, &mut errors);
+        let spec = FieldPath::new("spec");
+        check_cluster_spec(&spec, &self.spec, &mut errors);
+        let carried = carried_spec(&self.metadata, "OpenStackCluster");
+        check_primary_subnet(&spec, &self.spec, carried.as_ref(), &mut errors);
         ValidationErrors::into_result(errors)
     }
 
@@ -419,6 +461,8 @@ impl Validate for OpenStackCluster {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_cluster_spec(&spec, &self.spec, &mut errors);
+        let carried = carried_spec(&self.metadata, "OpenStackCluster");
+        check_primary_subnet(&spec, &self.spec, carried.as_ref(), &mut errors);
         let mut allowed = old.spec.clone();
         permit_updates(&mut allowed, old, self, &mut errors);
         check_unchanged(
@@ -437,6 +481,12 @@ impl Validate for OpenStackClusterTemplate {
         let mut errors = Vec::new();
         let path = FieldPath::new("spec").child("template").child("spec");
         check_cluster_spec(&path, &self.spec.template.spec, &mut errors);
+        let carried = carried_spec(&self.metadata, "OpenStackClusterTemplate");
+        let carried = carried
+            .as_ref()
+            .and_then(|s| s.get("template"))
+            .and_then(|t| t.get("spec"));
+        check_primary_subnet(&path, &self.spec.template.spec, carried, &mut errors);
         ValidationErrors::into_result(errors)
     }
 

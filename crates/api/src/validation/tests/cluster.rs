@@ -373,3 +373,56 @@ fn messages_name_the_field_and_the_reason() {
         "spec.securityGroups[0].id: Invalid value: \"sg\": must be a UUID"
     );
 }
+
+/// A v1beta2 cluster (spec fields in v1beta2 shape) as the v1beta1 webhook sees it: converted.
+fn converted_v1beta2(kind: &str, spec: Value) -> Value {
+    let v1beta2 = json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+        "kind": kind,
+        "metadata": {"name": "test", "namespace": "default"},
+        "spec": spec,
+    });
+    match crate::conversion::convert("infrastructure.cluster.x-k8s.io/v1beta1", v1beta2) {
+        Ok(v1beta1) => v1beta1,
+        Err(e) => panic!("fixture does not convert: {e}"),
+    }
+}
+
+#[test]
+fn a_primary_subnet_other_than_the_first_subnet_is_refused() {
+    const OTHER: &str = "1d2c3b4a-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    let spec = |primary: Value| {
+        json!({
+            "identityRef": identity(),
+            "network": {"id": NET_ID},
+            "subnets": [{"id": SUBNET_ID}, {"id": OTHER}],
+            "primarySubnet": primary,
+        })
+    };
+    let first = converted_v1beta2("OpenStackCluster", spec(json!({"id": SUBNET_ID})));
+    let first: OpenStackCluster = serde_json::from_value(first).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(summary(first.validate_create()), vec![]);
+
+    let other = converted_v1beta2("OpenStackCluster", spec(json!({"id": OTHER})));
+    let other: OpenStackCluster = serde_json::from_value(other).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        summary(other.validate_create()),
+        one("spec.primarySubnet", "Forbidden")
+    );
+    // Updates are judged the same way.
+    assert_eq!(
+        summary(other.validate_update(&first, &UpdateContext::default())),
+        one("spec.primarySubnet", "Forbidden")
+    );
+
+    let template = converted_v1beta2(
+        "OpenStackClusterTemplate",
+        json!({"template": {"spec": spec(json!({"filter": {"name": "other"}}))}}),
+    );
+    let template: OpenStackClusterTemplate =
+        serde_json::from_value(template).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        summary(template.validate_create()),
+        one("spec.template.spec.primarySubnet", "Forbidden")
+    );
+}
