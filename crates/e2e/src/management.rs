@@ -166,6 +166,19 @@ impl Management {
         .unwrap_or_default()
     }
 
+    /// What its capo manager's conversion webhook answered so far: reviews, objects in them, and
+    /// seconds spent converting (its metrics).
+    pub async fn conversions(&self) -> Conversions {
+        let Some(body) = scrape(&self.metrics_addr).await else {
+            return Conversions::default();
+        };
+        Conversions {
+            reviews: sample_sum(&body, "capo_conversion_reviews_total") as u64,
+            objects: sample_sum(&body, "capo_conversion_objects_total") as u64,
+            seconds: sample_sum(&body, "capo_conversion_seconds_total"),
+        }
+    }
+
     /// The path of its capo manager's log.
     pub fn capo_log(&self) -> &Path {
         &self.capo_log
@@ -654,10 +667,78 @@ async fn scrape_family(addr: &str, name: &str) -> Option<std::collections::BTree
     )
 }
 
+/// Conversion reviews answered by a manager's webhook ([`Management::conversions`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Conversions {
+    /// ConversionReviews answered.
+    pub reviews: u64,
+    /// Objects in them.
+    pub objects: u64,
+    /// Seconds spent converting.
+    pub seconds: f64,
+}
+
+impl std::ops::Sub for Conversions {
+    type Output = Conversions;
+
+    fn sub(self, earlier: Conversions) -> Conversions {
+        Conversions {
+            reviews: self.reviews.saturating_sub(earlier.reviews),
+            objects: self.objects.saturating_sub(earlier.objects),
+            seconds: (self.seconds - earlier.seconds).max(0.0),
+        }
+    }
+}
+
+/// The sum of every sample of metric `name` (all label sets) in a metrics text.
+fn sample_sum(body: &str, name: &str) -> f64 {
+    body.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.split_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .sum()
+}
+
 async fn scrape_counter(addr: &str, name: &str) -> Option<u64> {
     let body = scrape(addr).await?;
     body.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse::<f64>().ok())
         .map(|v| v as u64)
+}
+
+#[cfg(test)]
+mod conversion_figures_tests {
+    use super::*;
+
+    #[test]
+    fn samples_of_every_label_set_are_summed() {
+        let body = "# TYPE capo_conversion_reviews counter\n\
+            capo_conversion_reviews_total{desired_version=\"v1beta2\",result=\"success\"} 7\n\
+            capo_conversion_reviews_total{desired_version=\"v1beta1\",result=\"success\"} 2\n\
+            capo_conversion_objects_total 12\n\
+            capo_conversion_seconds_total 0.25\n";
+        assert_eq!(sample_sum(body, "capo_conversion_reviews_total"), 9.0);
+        assert_eq!(sample_sum(body, "capo_conversion_objects_total"), 12.0);
+        assert_eq!(sample_sum(body, "capo_conversion_seconds_total"), 0.25);
+        assert_eq!(sample_sum(body, "capo_conversion_missing_total"), 0.0);
+        let later = Conversions {
+            reviews: 9,
+            objects: 12,
+            seconds: 0.25,
+        };
+        let earlier = Conversions {
+            reviews: 4,
+            objects: 5,
+            seconds: 0.05,
+        };
+        let delta = later - earlier;
+        assert_eq!((delta.reviews, delta.objects), (5, 7));
+        assert!((delta.seconds - 0.2).abs() < 1e-9);
+    }
 }

@@ -25,6 +25,7 @@ pub struct Scenario {
     started: Instant,
     kube_at_start: u64,
     kube_by_resource_at_start: std::collections::BTreeMap<String, u64>,
+    conversions_at_start: crate::management::Conversions,
 }
 
 /// Figures of one phase of a scenario.
@@ -52,6 +53,7 @@ impl Scenario {
             .unwrap_or_else(|e| panic!("cloud for {name}: {e}"));
         let kube_at_start = world.kube_requests().await;
         let kube_by_resource_at_start = world.kube_requests_by_resource().await;
+        let conversions_at_start = world.conversions().await;
         Scenario {
             world,
             client,
@@ -61,6 +63,7 @@ impl Scenario {
             started: Instant::now(),
             kube_at_start,
             kube_by_resource_at_start,
+            conversions_at_start,
         }
     }
 
@@ -146,6 +149,11 @@ impl Scenario {
             "e2e figures: {} / {phase}: Kubernetes API by capo, most first: {}",
             self.name,
             top.join(", ")
+        );
+        let c = self.world.conversions().await - self.conversions_at_start;
+        println!(
+            "e2e figures: {} / {phase}: capo's conversion webhook: {} reviews, {} objects, {:.3} s converting",
+            self.name, c.reviews, c.objects, c.seconds
         );
         f
     }

@@ -65,10 +65,11 @@ pub async fn run_with(
     metrics.register(&mut registry);
     let api_metrics = ApiMetrics::register(&mut registry);
     crate::process_metrics::register(&mut registry);
+    let conversions = capo_webhook::ConversionMetrics::register(&mut registry);
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let ready = Readiness::default();
-    let servers = start_servers(&flags, &ready, Arc::new(registry), &stop_rx).await?;
+    let servers = start_servers(&flags, &ready, Arc::new(registry), conversions, &stop_rx).await?;
     let mut options = controller_options(&flags);
     tune(&mut options);
     let informers = Arc::new(capo_controller::informers::Informers::new(
@@ -225,6 +226,7 @@ async fn start_servers(
     flags: &Flags,
     ready: &Readiness,
     registry: Arc<Registry>,
+    conversions: capo_webhook::ConversionMetrics,
     stop: &watch::Receiver<bool>,
 ) -> Result<Vec<JoinHandle<()>>> {
     let until = |mut rx: watch::Receiver<bool>| async move {
@@ -260,8 +262,9 @@ async fn start_servers(
         };
         let server = capo_webhook::WebhookServer::bind(&config)
             .await
-            .map_err(Error::Webhook)?;
-        tracing::info!(addr = %config.addr, cert_dir = %config.cert_dir.display(), "serving admission webhooks");
+            .map_err(Error::Webhook)?
+            .with_metrics(conversions);
+        tracing::info!(addr = %config.addr, cert_dir = %config.cert_dir.display(), "serving admission and conversion webhooks");
         let stop = until(stop.clone());
         tasks.push(tokio::spawn(async move {
             if let Err(e) = server.run(stop).await {

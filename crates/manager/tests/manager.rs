@@ -215,6 +215,8 @@ async fn probes_metrics_and_graceful_stop() {
         "capo_openstack_api_request_duration_seconds_count{request=\"token_create\"}",
         "capo_kube_api_requests_total ",
         "capo_kube_api_throttle_seconds_total ",
+        "capo_conversion_objects_total ",
+        "capo_conversion_seconds_total ",
         "process_resident_memory_bytes ",
         "process_start_time_seconds ",
     ];

@@ -19,6 +19,7 @@
 mod admission;
 mod conversion;
 mod kinds;
+mod metrics;
 mod review;
 mod server;
 mod status;
@@ -31,10 +32,11 @@ pub use conversion::{
     ConversionResult, ConversionReview,
 };
 pub use kinds::{WEBHOOKS, Webhook};
+pub use metrics::ConversionMetrics;
 pub use review::{
     AdmissionRequest, AdmissionResponse, AdmissionReview, GroupVersionKind, Status, StatusCause,
     StatusDetails,
 };
 pub use server::{
-    DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer, WebhookServerConfig, router, serve,
+    DEFAULT_CERT_DIR, DEFAULT_PORT, WebhookServer, WebhookServerConfig, router, router_with, serve,
 };

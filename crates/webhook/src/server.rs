@@ -5,7 +5,7 @@ use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -21,6 +21,7 @@ use crate::conversion::{
     self, CONVERSION_PATH, CONVERSION_V1, CONVERSION_V1BETA1, ConversionReview,
 };
 use crate::kinds::{WEBHOOKS, Webhook};
+use crate::metrics::ConversionMetrics;
 use crate::review::{ADMISSION_V1, ADMISSION_V1BETA1, AdmissionReview};
 
 /// Default webhook port (controller-runtime's and upstream's `--webhook-port`).
@@ -62,11 +63,16 @@ impl Default for WebhookServerConfig {
 }
 
 /// The webhooks' HTTP application: `POST <path>` with an `AdmissionReview` per [`WEBHOOKS`],
-/// and `POST /convert` with a `ConversionReview`.
+/// and `POST /convert` with a `ConversionReview`; conversions are counted nowhere.
 pub fn router() -> Router {
+    router_with(ConversionMetrics::default())
+}
+
+/// [`router`], counting conversions in `metrics`.
+pub fn router_with(metrics: ConversionMetrics) -> Router {
     let mut router = Router::new().route(
         CONVERSION_PATH,
-        post(|body: Bytes| async move { handle_conversion(&body) }),
+        post(move |body: Bytes| async move { handle_conversion(&body, &metrics) }),
     );
     for hook in &WEBHOOKS {
         router = router.route(
@@ -113,7 +119,8 @@ fn handle(hook: &'static Webhook, body: &[u8]) -> Response {
     .into_response()
 }
 
-fn handle_conversion(body: &[u8]) -> Response {
+fn handle_conversion(body: &[u8], metrics: &ConversionMetrics) -> Response {
+    let started = Instant::now();
     let review: ConversionReview = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(e) => {
@@ -138,7 +145,9 @@ fn handle_conversion(body: &[u8]) -> Response {
     let objects = request.objects.len();
     let desired = request.desired_api_version.clone();
     let response = conversion::review(request);
-    if response.result.status == "Success" {
+    let success = response.result.status == "Success";
+    metrics.record(&desired, success, objects, started.elapsed());
+    if success {
         tracing::debug!(objects, desired = %desired, "conversion review");
     } else {
         // The message names the object and the field; these four kinds hold no secrets
@@ -161,6 +170,7 @@ pub struct WebhookServer {
     acceptor: TlsAcceptor,
     cert: Arc<CertDir>,
     reload_interval: Duration,
+    metrics: ConversionMetrics,
 }
 
 impl std::fmt::Debug for WebhookServer {
@@ -181,7 +191,15 @@ impl WebhookServer {
             listener: capo_tls::bind(config.addr).await?,
             cert,
             reload_interval: config.reload_interval,
+            metrics: ConversionMetrics::default(),
         })
+    }
+
+    /// Counts the conversions this server answers in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: ConversionMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The address actually bound (the port chosen for `:0`).
@@ -193,7 +211,8 @@ impl WebhookServer {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
         let reload = tokio::spawn(self.cert.clone().watch(self.reload_interval));
         let tls = Some(self.acceptor);
-        capo_tls::serve(self.listener, tls, router(), shutdown, SERVE).await;
+        let app = router_with(self.metrics);
+        capo_tls::serve(self.listener, tls, app, shutdown, SERVE).await;
         reload.abort();
         Ok(())
     }
