@@ -22,7 +22,7 @@
 //! with a `severity` (or with a reason or message that v1beta2's stand-ins would not bring
 //! back), and the `flavor` name of a machine spec that also sets `flavorID` (with that ID).
 //!
-//! Carried from v1beta2 to v1beta1 (written on the v1beta1 object): `spec.primarySubnet`,
+//! Carried from v1beta2 to v1beta1 (written on the v1beta1 object):
 //! `spec.template.metadata` of a cluster template, conditions whose `observedGeneration` is not
 //! the object's generation, an unset `identityRef.type`, `managedSecurityGroups
 //! .allowAllInClusterTraffic` or `managedLoadBalancer.enabled` (v1beta1 requires them), an
@@ -36,7 +36,7 @@
 //! - There, changed in the other version, and back: each carried field (or condition) is
 //!   restored only where it still agrees with the object; data about something the other
 //!   version's client changed is dropped. Fields the other version cannot see at all
-//!   (`failureReason`, template metadata, `primarySubnet`, ...) always come back. The
+//!   (`failureReason`, template metadata, ...) always come back. The
 //!   annotation is removed either way.
 //! - There and read in that same version: conversion is the identity, so clients of the
 //!   target version see the annotation; it is bookkeeping, like Cluster API's.
@@ -82,7 +82,7 @@ mod ports;
 mod recast;
 mod restore;
 
-pub use annotation::{CONVERSION_DATA_ANNOTATION, carried_from_v1beta2};
+pub use annotation::CONVERSION_DATA_ANNOTATION;
 pub use cluster::{cluster_to_v1beta1, cluster_to_v1beta2};
 pub use cluster_template::{cluster_template_to_v1beta1, cluster_template_to_v1beta2};
 pub use conditions::NO_REASON;

@@ -16,6 +16,6 @@ pub mod security_groups;
 pub mod vip_port;
 
 pub use external::ensure_external_network;
-pub use network::{delete_network, ensure_cluster_network, is_managed_network};
+pub use network::{delete_network, ensure_cluster_network, is_managed_network, node_subnet};
 pub use router::{delete_router, ensure_router};
 pub use security_groups::{SecurityGroups, delete_security_groups, ensure_security_groups};

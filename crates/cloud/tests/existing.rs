@@ -359,3 +359,97 @@ async fn failure_domains_from_nova() {
     assert_eq!(fd["az2"].control_plane, Some(true));
     assert_eq!(fd["nova"].control_plane, Some(false));
 }
+
+#[tokio::test]
+async fn a_primary_subnet_is_listed_first_and_carries_the_api_vip() {
+    use capo_api::v1beta1::APIServerLoadBalancer;
+    use capo_cloud::loadbalancer::{self as lb, LbInputs};
+    let env = env().await;
+    let (n, sn) = user_network(
+        &env,
+        "multi",
+        &["10.40.0.0/24", "10.41.0.0/24", "fd00:40::/64"],
+    )
+    .await;
+    let by_id = |s: &Subnet| SubnetParam {
+        id: Some(s.id.clone()),
+        filter: None,
+    };
+    let mut spec = managed_spec();
+    spec.managed_subnets.clear();
+    spec.network = Some(NetworkParam {
+        id: Some(n.id.clone()),
+        filter: None,
+    });
+    spec.subnets = vec![by_id(&sn[0]), by_id(&sn[1])];
+    // Two IPv4 subnets without a primary one: which would carry the VIP is not guessed.
+    let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("spec.primarySubnet"), "{err}");
+
+    spec.primary_subnet = Some(SubnetParam {
+        id: None,
+        filter: Some(SubnetFilter {
+            name: Some("multi-1".into()),
+            ..Default::default()
+        }),
+    });
+    let got = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = got.subnets.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec![sn[1].id.as_str(), sn[0].id.as_str()]);
+    assert_eq!(
+        networking::node_subnet(&spec, &got).map(|s| s.id.as_str()),
+        Some(sn[1].id.as_str())
+    );
+    // With all subnets of the network (none listed), the primary one may be IPv6.
+    let mut all = spec.clone();
+    all.subnets.clear();
+    all.primary_subnet = Some(by_id(&sn[2]));
+    let got_all = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &all, None)
+        .await
+        .unwrap();
+    assert_eq!(got_all.subnets.len(), 3);
+    assert_eq!(got_all.subnets[0].id, sn[2].id);
+    assert_eq!(
+        networking::node_subnet(&all, &got_all).map(|s| s.id.as_str()),
+        Some(sn[2].id.as_str())
+    );
+    // A primary subnet outside the cluster's subnets is named.
+    let mut outside = spec.clone();
+    outside.primary_subnet = Some(by_id(&sn[2]));
+    let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &outside, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("spec.primarySubnet") && err.to_string().contains(&sn[2].id),
+        "{err}"
+    );
+
+    // The API load balancer's VIP is taken from the primary subnet.
+    spec.api_server_load_balancer = Some(APIServerLoadBalancer {
+        enabled: true,
+        ..Default::default()
+    });
+    let cidrs: Vec<String> = got.subnets.iter().map(|s| s.cidr.clone()).collect();
+    let o = owner("uid-1");
+    let inputs = LbInputs {
+        spec: &spec,
+        lb_network: &got,
+        subnet_cidrs: &cidrs,
+        bastion_ips: &[],
+        router_ips: &[],
+        recorded_id: None,
+        name: None,
+    };
+    let created = lb::ensure_api_load_balancer(&env.s, &o, inputs)
+        .await
+        .unwrap();
+    assert!(
+        created.vip_address.starts_with("10.41.0."),
+        "VIP {} is not on the primary subnet",
+        created.vip_address
+    );
+}

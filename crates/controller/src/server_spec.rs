@@ -1,12 +1,13 @@
 //! OpenStackMachineSpec (of a machine or of the bastion) → OpenStackServerSpec, as upstream
 //! derives it: ports default to one port on the cluster network, a port without a network gets
-//! the cluster network, a port without security groups gets the managed group of its role
-//! (unless port security is disabled), tags are the machine's then the cluster's.
+//! the cluster network (and, with a primary subnet, its address from that subnet), a port
+//! without security groups gets the managed group of its role (unless port security is
+//! disabled), tags are the machine's then the cluster's.
 
 use capo_api::v1alpha1::OpenStackServerSpec;
 use capo_api::v1beta1::{
-    AddressPair, LocalObjectReference, NetworkParam, OpenStackIdentityReference,
-    OpenStackMachineSpec, PortOpts,
+    AddressPair, FixedIP, LocalObjectReference, NetworkParam, OpenStackIdentityReference,
+    OpenStackMachineSpec, PortOpts, SubnetParam,
 };
 
 /// What the derivation needs besides the machine spec.
@@ -24,6 +25,10 @@ pub struct Derivation<'a> {
     pub cluster_network_id: Option<&'a str>,
     /// The managed security group of the machine's role, if groups are managed.
     pub default_security_group_id: Option<&'a str>,
+    /// The cluster's `spec.primarySubnet`: a port given the cluster network and no fixed IPs
+    /// takes its address from that subnet only, as upstream (new machines can be moved off an
+    /// exhausted subnet).
+    pub primary_subnet: Option<&'a SubnetParam>,
     /// The cluster disables port security by default.
     pub cluster_disables_port_security: bool,
     /// Addresses every port on the cluster network must accept (BA/ACP keepalived VIPs).
@@ -59,6 +64,14 @@ pub fn server_spec(
                 id: Some(id.to_owned()),
                 filter: None,
             });
+            if let Some(primary) = d.primary_subnet
+                && p.fixed_ips.is_empty()
+            {
+                p.fixed_ips = vec![FixedIP {
+                    ip_address: None,
+                    subnet: Some(primary.clone()),
+                }];
+            }
         }
         let port_security_off = p
             .disable_port_security
@@ -145,6 +158,7 @@ mod tests {
             user_data_secret: Some("boot"),
             cluster_network_id: Some("net-1"),
             default_security_group_id: Some("sg-1"),
+            primary_subnet: None,
             cluster_disables_port_security: false,
             allowed_address_pairs: &["10.0.0.5".to_owned()],
             default_ssh_key_name: Some("generated"),
@@ -184,5 +198,49 @@ mod tests {
         assert!(s.ports[0].security_groups.is_empty());
         let err = server_spec(&OpenStackMachineSpec::default(), &d).unwrap_err();
         assert!(err.starts_with("spec.identityRef"), "{err}");
+    }
+
+    #[test]
+    fn with_a_primary_subnet_injected_ports_take_their_address_from_it() {
+        let primary = SubnetParam {
+            id: None,
+            filter: Some(capo_api::v1beta1::SubnetFilter {
+                name: Some("nodes-b".into()),
+                ..Default::default()
+            }),
+        };
+        let id = identity();
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            cluster_network_id: Some("net-1"),
+            primary_subnet: Some(&primary),
+            ..Default::default()
+        };
+        let own = FixedIP {
+            ip_address: Some("10.9.0.9".into()),
+            subnet: None,
+        };
+        let spec = OpenStackMachineSpec {
+            ports: vec![
+                PortOpts::default(),
+                PortOpts {
+                    fixed_ips: vec![own.clone()],
+                    ..Default::default()
+                },
+                PortOpts {
+                    network: Some(NetworkParam {
+                        id: Some("other".into()),
+                        filter: None,
+                    }),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let s = server_spec(&spec, &d).unwrap();
+        assert_eq!(s.ports[0].fixed_ips[0].subnet.as_ref(), Some(&primary));
+        // The machine's own fixed IPs and ports on other networks are left as given.
+        assert_eq!(s.ports[1].fixed_ips, vec![own]);
+        assert!(s.ports[2].fixed_ips.is_empty());
     }
 }

@@ -78,19 +78,6 @@ pub(crate) fn parse_for(value: &str, origin: &str, kind: &str) -> Option<Payload
     Some(Payload { data, displaced })
 }
 
-/// What a v1beta1 `kind` object carries of its v1beta2 origin in `annotations`: the sparse
-/// `{"spec": ..., "status": ...}` of the fields v1beta1 cannot hold, or `None`.
-///
-/// Admission reads it to judge v1beta2-only fields, which reach the v1beta1 webhooks only here.
-pub fn carried_from_v1beta2(
-    annotations: Option<&std::collections::BTreeMap<String, String>>,
-    kind: &str,
-) -> Option<Value> {
-    let value = annotations?.get(CONVERSION_DATA_ANNOTATION)?;
-    let payload = parse_for(value, crate::conversion::engine::V1BETA2, kind)?;
-    Some(Value::Object(payload.data))
-}
-
 /// True when `value` is conversion data whose origin is `api_version` (any kind).
 pub(crate) fn has_origin(value: &str, api_version: &str) -> bool {
     matches!(

@@ -4,8 +4,7 @@
 //! under `managedNetwork` and the router's external IPs under `managedRouter`, inverts three
 //! booleans, and renames `allNodesSecurityGroupRules`. A group is present in v1beta2 exactly
 //! when one of its v1beta1 fields is set, so absent stays absent both ways; a group that is
-//! present but empty in v1beta2 has no v1beta1 form and travels in the annotation, as does
-//! v1beta2's new `primarySubnet`.
+//! present but empty in v1beta2 has no v1beta1 form and travels in the annotation.
 
 use crate::conversion::ConversionError;
 use crate::conversion::error::join;
@@ -79,7 +78,11 @@ pub(crate) fn to_v1beta2(
             .transpose()?,
         managed_subnets: recast_all(&s.managed_subnets, &join(path, "managedSubnets"))?,
         network: s.network.clone(),
-        primary_subnet: None,
+        primary_subnet: s
+            .primary_subnet
+            .as_ref()
+            .map(|p| recast(p, &join(path, "primarySubnet")))
+            .transpose()?,
         router: s.router.clone(),
         subnets: recast_all(&s.subnets, &join(path, "subnets"))?,
         tags: s.tags.clone(),
@@ -87,7 +90,7 @@ pub(crate) fn to_v1beta2(
     })
 }
 
-/// A v1beta2 cluster spec (at `path`) in v1beta1. `primarySubnet` has no v1beta1 field.
+/// A v1beta2 cluster spec (at `path`) in v1beta1.
 pub(crate) fn to_v1beta1(
     s: &v1beta2::OpenStackClusterSpec,
     path: &str,
@@ -133,6 +136,11 @@ pub(crate) fn to_v1beta1(
         managed_subnets: recast_all(&s.managed_subnets, &join(path, "managedSubnets"))?,
         network: s.network.clone(),
         network_mtu: network.mtu,
+        primary_subnet: s
+            .primary_subnet
+            .as_ref()
+            .map(|p| recast(p, &join(path, "primarySubnet")))
+            .transpose()?,
         router: s.router.clone(),
         subnets: recast_all(&s.subnets, &join(path, "subnets"))?,
         tags: s.tags.clone(),

@@ -122,9 +122,28 @@ fn template_metadata_travels_down_and_back() {
     assert_eq!(data["apiVersion"], V2);
     assert_eq!(
         data["spec"],
-        json!({"template": {"metadata": {"labels": {"env": "prod"}}, "spec": {"primarySubnet": {"id": "s"}}}})
+        json!({"template": {"metadata": {"labels": {"env": "prod"}}}})
     );
     assert_eq!(ok(convert(V2, down)), t);
+}
+
+#[test]
+fn primary_subnet_is_a_field_in_both_versions() {
+    let c = json!({
+        "apiVersion": V2, "kind": "OpenStackCluster", "metadata": {"name": "c"},
+        "spec": {
+            "identityRef": {"cloudName": "c", "name": "n", "type": "Secret"},
+            "subnets": [{"id": "a"}, {"filter": {"name": "b"}}],
+            "primarySubnet": {"filter": {"name": "b", "ipVersion": 4}}
+        }
+    });
+    let down = ok(convert(V1, c.clone()));
+    assert_eq!(annotation(&down), None);
+    assert_eq!(
+        down["spec"]["primarySubnet"],
+        json!({"filter": {"name": "b", "ipVersion": 4}})
+    );
+    assert_eq!(ok(convert(V2, down)), c);
 }
 
 #[test]

@@ -137,6 +137,11 @@ pub struct OpenStackClusterSpec {
     /// Existing network to use; the provider creates one when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkParam>,
+    /// Which of the cluster's subnets carries the API load balancer's VIP (or the keepalived
+    /// VIP) and the addresses registered as its members; needed when `subnets` holds several
+    /// subnets of one IP version. Unset: the first of the resolved subnets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_subnet: Option<SubnetParam>,
     /// MTU of the cluster network when the provider creates it.
     #[serde(rename = "networkMTU", skip_serializing_if = "Option::is_none")]
     #[schemars(transform = crate::schema::drop_format)]
@@ -144,9 +149,9 @@ pub struct OpenStackClusterSpec {
     /// Router to use instead of creating one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<NetworkParam>,
-    /// Existing subnets of the network to use.
+    /// Existing subnets of the network to use (all of the network's when empty). Several of
+    /// one IP version need `primarySubnet`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("maxItems" = 2))]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub subnets: Vec<SubnetParam>,
     /// Tags added to every Neutron resource the provider creates.

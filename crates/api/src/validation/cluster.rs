@@ -173,6 +173,9 @@ fn check_networking(
     for (i, subnet) in spec.subnets.iter().enumerate() {
         check_subnet_param(&spec_path.child("subnets").index(i), subnet, errors);
     }
+    if let Some(primary) = &spec.primary_subnet {
+        check_primary_subnet(&spec_path.child("primarySubnet"), primary, spec, errors);
+    }
     for (i, subnet) in spec.managed_subnets.iter().enumerate() {
         check_managed_subnet(&spec_path.child("managedSubnets").index(i), subnet, errors);
     }
@@ -184,6 +187,33 @@ fn check_networking(
         }
     }
     check_neutron_tags(&spec_path.child("tags"), &spec.tags, errors);
+}
+
+/// The primary subnet must be one of the cluster's subnets. Only IDs can be compared before
+/// the cloud is asked (filters are checked when the network step resolves them).
+fn check_primary_subnet(
+    path: &FieldPath,
+    primary: &SubnetParam,
+    spec: &OpenStackClusterSpec,
+    errors: &mut Vec<FieldError>,
+) {
+    check_subnet_param(path, primary, errors);
+    fn by_id(p: &SubnetParam) -> Option<&str> {
+        p.filter.is_none().then_some(p.id.as_deref()).flatten()
+    }
+    let Some(id) = by_id(primary) else {
+        return;
+    };
+    let listed: Option<Vec<&str>> = spec.subnets.iter().map(by_id).collect();
+    if let Some(listed) = listed.filter(|l| !l.is_empty())
+        && !listed.contains(&id)
+    {
+        errors.push(FieldError::invalid(
+            &path.child("id"),
+            id,
+            "must be one of the subnets listed in subnets",
+        ));
+    }
 }
 
 fn check_endpoint(
@@ -334,6 +364,9 @@ fn permit_updates(
             a.dns_nameservers = n.dns_nameservers.clone();
         }
     }
+    // As upstream: a new primary subnet directs new machines' addresses to it (moving off an
+    // exhausted subnet); what exists already (VIPs, ports) stays where it is.
+    allowed.primary_subnet = new_spec.primary_subnet.clone();
     permit_pinning(allowed, old, new);
     allowed.extensions =
         permitted_extensions(old_spec.extensions.as_ref(), new_spec.extensions.as_ref());
@@ -361,17 +394,25 @@ fn permit_pinning(
     if allowed.subnets.len() != new.spec.subnets.len() {
         return;
     }
-    for (i, (a, n)) in allowed
+    // The status lists the primary subnet first, so a subnet is matched by ID, not position;
+    // pinning two entries to one subnet would drop a subnet and is not a pinning.
+    let resolved = |p: &SubnetParam| {
+        p.filter.is_none()
+            && (p.id.as_deref()).is_some_and(|id| status_network.subnets.iter().any(|s| s.id == id))
+    };
+    let mut ids: Vec<&str> = new
+        .spec
         .subnets
-        .iter_mut()
-        .zip(&new.spec.subnets)
-        .enumerate()
-    {
-        let resolved = status_network.subnets.get(i).map(|s| s.id.as_str());
-        let pinned = |p: &SubnetParam| {
-            p.filter.is_none() && p.id.as_deref().is_some_and(|id| Some(id) == resolved)
-        };
-        if pinned(n) {
+        .iter()
+        .filter_map(|p| p.id.as_deref())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() != new.spec.subnets.iter().filter(|p| p.id.is_some()).count() {
+        return;
+    }
+    for (a, n) in allowed.subnets.iter_mut().zip(&new.spec.subnets) {
+        if resolved(n) {
             *a = n.clone();
         }
     }
@@ -404,52 +445,11 @@ fn permitted_extensions(
     Some(permitted)
 }
 
-/// v1beta2's `primarySubnet` (carried in the conversion data of a v1beta1 object, since only
-/// v1beta2 has the field) chooses the subnet of the API load balancer's VIP and of its members.
-/// capo always uses the first of `subnets` for them, so any other choice is refused rather than
-/// ignored; naming that first subnet again is accepted.
-fn check_primary_subnet(
-    path: &FieldPath,
-    spec: &OpenStackClusterSpec,
-    carried_spec: Option<&serde_json::Value>,
-    errors: &mut Vec<FieldError>,
-) {
-    let Some(primary) = carried_spec
-        .and_then(|s| s.get("primarySubnet"))
-        .filter(|p| !p.is_null())
-    else {
-        return;
-    };
-    let first = spec
-        .subnets
-        .first()
-        .and_then(|s| serde_json::to_value(s).ok());
-    if first.as_ref() != Some(primary) {
-        errors.push(FieldError::forbidden(
-            &path.child("primarySubnet"),
-            "capo puts the API load balancer's VIP and members on the first of subnets; \
-             choosing another primary subnet is not supported yet (list that subnet first, or \
-             leave primarySubnet out)",
-        ));
-    }
-}
-
-/// The `spec` part of what a v1beta1 `kind` object carries from v1beta2.
-fn carried_spec(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    kind: &str,
-) -> Option<serde_json::Value> {
-    crate::conversion::carried_from_v1beta2(meta.annotations.as_ref(), kind)
-        .and_then(|data| data.get("spec").cloned())
-}
-
 impl Validate for OpenStackCluster {
     fn validate_create(&self) -> Result<(), ValidationErrors> {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_cluster_spec(&spec, &self.spec, &mut errors);
-        let carried = carried_spec(&self.metadata, "OpenStackCluster");
-        check_primary_subnet(&spec, &self.spec, carried.as_ref(), &mut errors);
         ValidationErrors::into_result(errors)
     }
 
@@ -461,8 +461,6 @@ impl Validate for OpenStackCluster {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_cluster_spec(&spec, &self.spec, &mut errors);
-        let carried = carried_spec(&self.metadata, "OpenStackCluster");
-        check_primary_subnet(&spec, &self.spec, carried.as_ref(), &mut errors);
         let mut allowed = old.spec.clone();
         permit_updates(&mut allowed, old, self, &mut errors);
         check_unchanged(
@@ -481,12 +479,6 @@ impl Validate for OpenStackClusterTemplate {
         let mut errors = Vec::new();
         let path = FieldPath::new("spec").child("template").child("spec");
         check_cluster_spec(&path, &self.spec.template.spec, &mut errors);
-        let carried = carried_spec(&self.metadata, "OpenStackClusterTemplate");
-        let carried = carried
-            .as_ref()
-            .and_then(|s| s.get("template"))
-            .and_then(|t| t.get("spec"));
-        check_primary_subnet(&path, &self.spec.template.spec, carried, &mut errors);
         ValidationErrors::into_result(errors)
     }
 

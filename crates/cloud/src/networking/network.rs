@@ -23,17 +23,79 @@ pub fn is_managed_network(spec: &OpenStackClusterSpec) -> bool {
     !spec.managed_subnets.is_empty()
 }
 
-/// Ensure the cluster network and its subnets; returns what goes to `status.network`.
-/// `recorded` is the current `status.network` (IDs are preferred over names).
+/// Ensure the cluster network and its subnets; returns what goes to `status.network`, the
+/// primary subnet first (see [`node_subnet`]). `recorded` is the current `status.network` (IDs
+/// are preferred over names).
 pub async fn ensure_cluster_network(
     s: &Session,
     owner: &Owner,
     spec: &OpenStackClusterSpec,
     recorded: Option<&NetworkStatusWithSubnets>,
 ) -> Result<NetworkStatusWithSubnets> {
-    if !is_managed_network(spec) {
-        return resolve_existing_network(s, spec).await;
+    let status = if is_managed_network(spec) {
+        ensure_managed_network(s, owner, spec, recorded).await?
+    } else {
+        resolve_existing_network(s, spec).await?
+    };
+    primary_first(s, spec, status).await
+}
+
+/// The subnet of the cluster's own addresses (keepalived VIP, the subnet published to the
+/// BA/ACP consumers): the primary subnet when `spec.primarySubnet` is set (the network step puts
+/// it first in `status.network.subnets`), else the first IPv4 subnet, else the first.
+pub fn node_subnet<'a>(
+    spec: &OpenStackClusterSpec,
+    network: &'a NetworkStatusWithSubnets,
+) -> Option<&'a SubnetStatus> {
+    if spec.primary_subnet.is_some() {
+        return network.subnets.first();
     }
+    (network.subnets.iter())
+        .find(|sn| !sn.cidr.contains(':'))
+        .or_else(|| network.subnets.first())
+}
+
+/// `spec.primarySubnet`, resolved among the cluster's subnets, moved to the front of
+/// `subnets`: the first subnet is the one that carries the API load balancer's VIP, the
+/// keepalived VIP and the addresses published to the BA/ACP consumers (upstream's "first of the
+/// resolved subnets" when no primary subnet is given). Given by ID it costs no request.
+async fn primary_first(
+    s: &Session,
+    spec: &OpenStackClusterSpec,
+    mut status: NetworkStatusWithSubnets,
+) -> Result<NetworkStatusWithSubnets> {
+    let Some(param) = &spec.primary_subnet else {
+        return Ok(status);
+    };
+    let id = match param.id.as_deref().filter(|i| !i.is_empty()) {
+        Some(id) => id.to_owned(),
+        None => {
+            let filter = param
+                .filter
+                .as_ref()
+                .map(|f| subnet_filter(f).with("network_id", status.id.as_str()));
+            resolve_one::<Subnet>(s, SUBNET, None, filter).await?.id
+        }
+    };
+    let Some(i) = status.subnets.iter().position(|sn| sn.id == id) else {
+        let ours: Vec<&str> = status.subnets.iter().map(|sn| sn.id.as_str()).collect();
+        return Err(Error::InvalidSpec(format!(
+            "spec.primarySubnet: subnet {id} is not one of the cluster's subnets ({})",
+            ours.join(", ")
+        )));
+    };
+    let primary = status.subnets.remove(i);
+    status.subnets.insert(0, primary);
+    Ok(status)
+}
+
+/// The managed network `k8s-clusterapi-cluster-<ns>-<name>` and its one subnet.
+async fn ensure_managed_network(
+    s: &Session,
+    owner: &Owner,
+    spec: &OpenStackClusterSpec,
+    recorded: Option<&NetworkStatusWithSubnets>,
+) -> Result<NetworkStatusWithSubnets> {
     let [subnet_spec] = spec.managed_subnets.as_slice() else {
         return Err(Error::InvalidSpec(
             "managedSubnets supports only one element".to_owned(),
@@ -249,7 +311,8 @@ pub async fn resolve_existing_network(
         subnets = net::list(s, SUBNET, &filter)
             .await
             .ctx(|| format!("list subnets of network {}", network.id))?;
-        if subnets.len() > 2 {
+        // Without a primary subnet, which of several would carry the VIP is a guess.
+        if subnets.len() > 2 && spec.primary_subnet.is_none() {
             return Err(Error::InvalidSpec(format!(
                 "network {} has {} subnets; list the ones to use in spec.subnets",
                 network.id,
@@ -258,9 +321,11 @@ pub async fn resolve_existing_network(
         }
     }
     for v in [4, 6] {
-        if subnets.iter().filter(|sn| sn.ip_version == v).count() > 1 {
+        let several = subnets.iter().filter(|sn| sn.ip_version == v).count() > 1;
+        if several && spec.primary_subnet.is_none() {
             return Err(Error::InvalidSpec(format!(
-                "more than one IPv{v} subnet given"
+                "more than one IPv{v} subnet given; set spec.primarySubnet to choose the one \
+                 the API VIP uses"
             )));
         }
     }

@@ -199,6 +199,7 @@ async fn create_bastion(
             .as_ref()
             .map(|g| g.id.as_str()),
         cluster_disables_port_security: scope.obj.spec.disable_port_security == Some(true),
+        primary_subnet: scope.obj.spec.primary_subnet.as_ref(),
         allowed_address_pairs: &[],
         default_ssh_key_name: ssh_key.as_deref(),
     };

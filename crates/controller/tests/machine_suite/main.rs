@@ -11,5 +11,6 @@ mod bad_input;
 mod economy;
 mod faults;
 mod lifecycle;
+mod primary_subnet;
 mod scale;
 mod three_plus_two;

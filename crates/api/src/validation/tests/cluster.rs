@@ -389,8 +389,9 @@ fn converted_v1beta2(kind: &str, spec: Value) -> Value {
 }
 
 #[test]
-fn a_primary_subnet_other_than_the_first_subnet_is_refused() {
+fn the_primary_subnet_is_one_of_the_subnets_and_may_change() {
     const OTHER: &str = "1d2c3b4a-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    const ELSEWHERE: &str = "9f8e7d6c-5b4a-4c3d-8e2f-1a0b9c8d7e6f";
     let spec = |primary: Value| {
         json!({
             "identityRef": identity(),
@@ -399,30 +400,76 @@ fn a_primary_subnet_other_than_the_first_subnet_is_refused() {
             "primarySubnet": primary,
         })
     };
-    let first = converted_v1beta2("OpenStackCluster", spec(json!({"id": SUBNET_ID})));
-    let first: OpenStackCluster = serde_json::from_value(first).unwrap_or_else(|e| panic!("{e}"));
+    // A v1beta2 object reaches the v1beta1 webhook converted: the field is the same in both.
+    let parse = |primary: Value| -> OpenStackCluster {
+        let v1beta1 = converted_v1beta2("OpenStackCluster", spec(primary));
+        serde_json::from_value(v1beta1).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let first = parse(json!({"id": SUBNET_ID}));
     assert_eq!(summary(first.validate_create()), vec![]);
-
-    let other = converted_v1beta2("OpenStackCluster", spec(json!({"id": OTHER})));
-    let other: OpenStackCluster = serde_json::from_value(other).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        summary(other.validate_create()),
-        one("spec.primarySubnet", "Forbidden")
-    );
-    // Updates are judged the same way.
+    let other = parse(json!({"id": OTHER}));
+    assert_eq!(summary(other.validate_create()), vec![]);
+    let by_filter = parse(json!({"filter": {"name": "nodes-b"}}));
+    assert_eq!(summary(by_filter.validate_create()), vec![]);
+    // As upstream, a new primary subnet is accepted on update (new machines move to it).
     assert_eq!(
         summary(other.validate_update(&first, &UpdateContext::default())),
-        one("spec.primarySubnet", "Forbidden")
+        vec![]
+    );
+    let unlisted = parse(json!({"id": ELSEWHERE}));
+    assert_eq!(
+        summary(unlisted.validate_create()),
+        one("spec.primarySubnet.id", "Invalid")
+    );
+    let not_a_uuid = parse(json!({"id": "nodes"}));
+    assert!(
+        summary(not_a_uuid.validate_create())
+            .iter()
+            .any(|(f, _)| f == "spec.primarySubnet.id"),
+        "{:?}",
+        summary(not_a_uuid.validate_create())
     );
 
     let template = converted_v1beta2(
         "OpenStackClusterTemplate",
-        json!({"template": {"spec": spec(json!({"filter": {"name": "other"}}))}}),
+        json!({"template": {"spec": spec(json!({"id": ELSEWHERE}))}}),
     );
     let template: OpenStackClusterTemplate =
         serde_json::from_value(template).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         summary(template.validate_create()),
-        one("spec.template.spec.primarySubnet", "Forbidden")
+        one("spec.template.spec.primarySubnet.id", "Invalid")
     );
+}
+
+#[test]
+fn subnet_filters_may_be_pinned_whatever_the_status_order() {
+    const OTHER: &str = "1d2c3b4a-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+    let mut by_filter = cluster(merged(
+        cluster_spec(),
+        json!({
+            "network": {"id": NET_ID},
+            "subnets": [{"filter": {"name": "a"}}, {"filter": {"name": "b"}}],
+            "primarySubnet": {"filter": {"name": "b"}},
+        }),
+    ));
+    // The network step lists the primary subnet first.
+    let status = json!({"ready": false, "network": {"id": NET_ID, "name": "net", "subnets": [
+        {"id": OTHER, "cidr": "10.7.0.0/24", "name": "b"},
+        {"id": SUBNET_ID, "cidr": "10.6.0.0/24", "name": "a"},
+    ]}});
+    by_filter.status = serde_json::from_value(status).ok();
+    let pin = |subnets: Value| {
+        let mut pinned = by_filter.clone();
+        pinned.spec.subnets = serde_json::from_value(subnets).unwrap_or_default();
+        summary(pinned.validate_update(&by_filter, &CTX))
+    };
+    assert_eq!(pin(json!([{"id": SUBNET_ID}, {"id": OTHER}])), vec![]);
+    assert_eq!(
+        pin(json!([{"id": SUBNET_ID}, {"filter": {"name": "b"}}])),
+        vec![]
+    );
+    // Two entries pinned to one subnet, or to a subnet not resolved, are changes.
+    assert!(!pin(json!([{"id": SUBNET_ID}, {"id": SUBNET_ID}])).is_empty());
+    assert!(!pin(json!([{"id": NET_ID}, {"id": OTHER}])).is_empty());
 }

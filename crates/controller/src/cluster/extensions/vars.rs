@@ -53,13 +53,9 @@ pub(super) async fn fill_status(scope: &mut Scope<'_>, s: &Session) -> Result<()
             None => (None, Vec::new()),
         }
     } else {
-        let subnet = st.network.as_ref().and_then(|n| {
-            n.subnets
-                .iter()
-                .find(|sn| !sn.cidr.contains(':'))
-                .or_else(|| n.subnets.first())
-                .map(|sn| sn.id.clone())
-        });
+        let subnet = (st.network.as_ref())
+            .and_then(|n| capo_cloud::networking::node_subnet(&scope.obj.spec, n))
+            .map(|sn| sn.id.clone());
         (subnet, managed_groups)
     };
     let bastion_fixed = st.bastion.as_ref().and_then(|b| b.ip.clone());

@@ -16,17 +16,14 @@ pub const CONTROL_PLANE: &str = "kubeapi";
 /// Name part of the ingress VIP port.
 pub const INGRESS: &str = "ingress";
 
-fn ipv4_subnet(scope: &Scope<'_>) -> Result<(String, String)> {
+/// The cluster network and the subnet a VIP is reserved on (the node subnet: the primary one).
+fn vip_subnet(scope: &Scope<'_>) -> Result<(String, String)> {
     let net = scope
         .status
         .network
         .as_ref()
         .ok_or_else(|| Error::InvalidSpec("the cluster network is not ready".into()))?;
-    let subnet = net
-        .subnets
-        .iter()
-        .find(|s| !s.cidr.contains(':'))
-        .or_else(|| net.subnets.first())
+    let subnet = capo_cloud::networking::node_subnet(&scope.obj.spec, net)
         .ok_or_else(|| Error::InvalidSpec("the cluster network has no subnet for a VIP".into()))?;
     Ok((net.id.clone(), subnet.id.clone()))
 }
@@ -64,7 +61,7 @@ pub(in crate::cluster) async fn ensure_port(
     ingress: bool,
     address: Option<&str>,
 ) -> Result<VipStatus> {
-    let (network_id, subnet_id) = ipv4_subnet(scope)?;
+    let (network_id, subnet_id) = vip_subnet(scope)?;
     let mut v = recorded(scope, ingress);
     let req = VipPortRequest {
         purpose: if ingress { INGRESS } else { CONTROL_PLANE },
