@@ -5,6 +5,10 @@
 //! [`convert`] is the JSON entry point for the conversion webhook; the typed functions
 //! ([`cluster_to_v1beta2`], [`cluster_to_v1beta1`], ...) do the same for typed objects.
 //!
+//! [`server`] uses the same field conversions for the v1alpha1 OpenStackServer, whose spec and
+//! status are made of v1beta2's shared types: the controllers derive servers from v1beta1
+//! machine specs and call the cloud with v1beta1's shapes. (No API version is converted there.)
+//!
 //! # Lossless both ways
 //!
 //! Converting an object to the other version and back gives the same JSON value (after the
@@ -81,6 +85,7 @@ mod machine_template;
 mod ports;
 mod recast;
 mod restore;
+pub mod server;
 
 pub use annotation::CONVERSION_DATA_ANNOTATION;
 pub use cluster::{cluster_to_v1beta1, cluster_to_v1beta2};

@@ -14,4 +14,7 @@ pub use floating_ip_pool::{
     OpenStackFloatingIPPoolSpec, OpenStackFloatingIPPoolStatus, ReclaimPolicy,
 };
 pub use server::OpenStackServer;
-pub use server::{OpenStackServerSpec, OpenStackServerStatus};
+pub use server::{
+    OpenStackServerSpec, OpenStackServerStatus, PortOpts, ResolvedPortSpec, ResolvedServerSpec,
+    ServerResources,
+};

@@ -11,6 +11,10 @@
 //! - `seed-001/rejected/`: book examples that are stale for v1beta1 and that upstream's schema
 //!   rejects too; our types must not accept them silently.
 //!
+//! The v1alpha1 OpenStackServer and OpenStackFloatingIPPool are held to upstream main's schema
+//! instead of v0.14.7's ([`FOLLOWS_MAIN`]): main changed them in place and capo follows it;
+//! objects stored by v0.14 must still read ([`v0_14_7_servers_and_pools_still_read`]).
+//!
 //! Each `OpenStack*` document is first defaulted with the upstream CRD schema (as the API server
 //! does before storing it), then deserialized into our type and serialized back. The result
 //! must equal the defaulted input: a field our types do not know is dropped by serde and shows up
@@ -100,11 +104,29 @@ fn yaml_documents(text: &str) -> Vec<Value> {
 use serde::Deserialize;
 
 /// The upstream schema of a kind, from the CRDs kept as test data.
+/// Kinds whose served version upstream main changed in place (v1alpha1 on v1beta2's shared
+/// types), which capo follows: their upstream schema is main's.
+const FOLLOWS_MAIN: &[&str] = &["OpenStackServer", "OpenStackFloatingIPPool"];
+
+/// Upstream main's CRDs (`../shared/reference`, as `schema_compat` reads them).
+fn main_crds_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/capo-main-2026-08-21/crds")
+}
+
+/// The upstream schema `kind` is held to: v0.14.7's, or main's for [`FOLLOWS_MAIN`].
 fn upstream_schema(kind: &str) -> Value {
+    if FOLLOWS_MAIN.contains(&kind) {
+        schema_in(&main_crds_dir(), kind)
+    } else {
+        schema_in(&data_dir().join("upstream-crds"), kind)
+    }
+}
+
+/// The first version's schema of `kind` in the CRD directory `dir`.
+fn schema_in(dir: &Path, kind: &str) -> Value {
     let plural = format!("{}s", kind.to_lowercase()).replace("identitys", "identities");
-    let path = data_dir()
-        .join("upstream-crds")
-        .join(format!("infrastructure.cluster.x-k8s.io_{plural}.yaml"));
+    let path = dir.join(format!("infrastructure.cluster.x-k8s.io_{plural}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let crd: Value = yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     crd.pointer("/spec/versions/0/schema/openAPIV3Schema")
@@ -257,6 +279,45 @@ fn every_upstream_property_round_trips() {
         if let Err(e) = round_trip(&doc) {
             failures.push(format!("{kind}: {e}"));
         }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Servers and pools stored by upstream v0.14 (every property of v0.14.7's schema set) still
+/// read; writing them back loses only the conditions' `severity`, which standard conditions do
+/// not have. A port's `disablePortSecurity` stays (a legacy field of capo's v1alpha1).
+#[test]
+fn v0_14_7_servers_and_pools_still_read() {
+    let mut failures = Vec::new();
+    for kind in FOLLOWS_MAIN {
+        let mut doc = maximal(&schema_in(&data_dir().join("upstream-crds"), kind));
+        doc["apiVersion"] = Value::from("infrastructure.cluster.x-k8s.io/v1alpha1");
+        doc["kind"] = Value::from(*kind);
+        doc["metadata"] = serde_json::json!({"name": "stored-by-v0.14"});
+        // v0.14.7 takes any string as a block device's storage type; only these two ever
+        // worked (and v1beta2's schema allows no other).
+        if let Some(storage) = doc.pointer_mut("/spec/additionalBlockDevices/0/storage/type") {
+            *storage = Value::from("Volume");
+        }
+        let output = match *kind {
+            "OpenStackServer" => through::<OpenStackServer>(&doc),
+            _ => through::<OpenStackFloatingIPPool>(&doc),
+        };
+        let output = match output {
+            Ok(output) => output,
+            Err(e) => {
+                failures.push(format!("{kind}: {e}"));
+                continue;
+            }
+        };
+        let mut diffs = Vec::new();
+        differences("", &doc, &output, &mut diffs);
+        failures.extend(
+            diffs
+                .into_iter()
+                .filter(|d| d != ".status.conditions[0].severity: lost in the round trip")
+                .map(|d| format!("{kind}: {d}")),
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -119,8 +119,8 @@ impl Reconciled for OpenStackCluster {
     fn first_step(_: &Self::Status) -> &'static str {
         condition_types::READY
     }
-    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
-        Some(&self.spec.identity_ref)
+    fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
+        Some(self.spec.identity_ref.clone())
     }
     fn cloud_owner(&self) -> Owner {
         Owner {

@@ -32,7 +32,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use capo_api::constants::{condition_reasons, condition_types};
-use capo_api::v1beta1::{Condition, OpenStackIdentityReference};
+use capo_api::v1beta1::OpenStackIdentityReference;
 use capo_cloud::Progress;
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::Action;
@@ -41,7 +41,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::conditions::{self, State};
+use crate::conditions::{self, Entry, State};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{self, ensure_finalizer, has_paused_annotation, is_deleting};
@@ -82,6 +82,8 @@ pub trait Reconciled:
     const INVALID_SPEC_REASON: &'static str;
     /// The status, written whole by server-side apply.
     type Status: Clone + Default + PartialEq + Serialize + Send + Sync;
+    /// The form of the status' conditions (v1beta1's, or standard for the v1alpha1 kinds).
+    type Condition: Entry + Send + Sync;
     /// How cloud resources made for this object are tagged and named.
     type CloudOwner: Send + Sync;
     /// What [`Reconciled::owners`] finds.
@@ -90,13 +92,14 @@ pub trait Reconciled:
     /// The status, if any was written.
     fn status(&self) -> Option<&Self::Status>;
     /// The conditions of `status`.
-    fn conditions(status: &mut Self::Status) -> &mut Vec<Condition>;
+    fn conditions(status: &mut Self::Status) -> &mut Vec<Self::Condition>;
     /// Whether the cloud side exists and is usable (upstream's `status.ready`).
     fn provisioned(status: &Self::Status) -> bool;
     /// The condition a failure is reported on before any step names its own.
     fn first_step(status: &Self::Status) -> &'static str;
-    /// The credentials of the object, where it names them itself.
-    fn identity_ref(&self) -> Option<&OpenStackIdentityReference>;
+    /// The credentials of the object, where it names them itself, with the type stated (the
+    /// v1alpha1 kinds may leave it to its default).
+    fn identity_ref(&self) -> Option<OpenStackIdentityReference>;
     /// Ownership of the object's cloud resources.
     fn cloud_owner(&self) -> Self::CloudOwner;
 
@@ -133,17 +136,21 @@ pub trait Reconciled:
     ) -> impl Future<Output = Result<Progress>> + Send;
 }
 
-/// `type Status` and the two accessors every kind writes the same way (its `status` field, with
-/// `conditions` in it).
+/// `type Status`, `type Condition` and the two accessors every kind writes the same way (its
+/// `status` field, with `conditions` in it). The conditions are v1beta1's unless a form is given.
 macro_rules! status_of {
     ($status:ty) => {
+        $crate::lifecycle::status_of!($status, capo_api::v1beta1::Condition);
+    };
+    ($status:ty, $condition:ty) => {
         type Status = $status;
+        type Condition = $condition;
 
         fn status(&self) -> Option<&$status> {
             self.status.as_ref()
         }
 
-        fn conditions(status: &mut $status) -> &mut Vec<capo_api::v1beta1::Condition> {
+        fn conditions(status: &mut $status) -> &mut Vec<$condition> {
             &mut status.conditions
         }
     };
@@ -252,7 +259,10 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// The scope of one reconcile of `obj`.
     pub fn new(ctx: &'a Context, obj: &'a K) -> Self {
         let namespace = obj.namespace().unwrap_or_default();
-        let status = obj.status().cloned().unwrap_or_default();
+        let mut status = obj.status().cloned().unwrap_or_default();
+        // Conditions stored by older writers are made valid for this form before anything
+        // is written; `written` gets the same, so this alone causes no write.
+        conditions::normalize(K::conditions(&mut status));
         let name = obj.name_any();
         ctx.remember_object(&key_of(obj), &namespace, &name);
         Self {
@@ -291,12 +301,13 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         let identity = self.obj.identity_ref().ok_or_else(|| {
             Error::InvalidSpec(format!("{}: spec.identityRef is not set", self.object()))
         })?;
-        self.session_for(identity).await
+        self.session_for(&identity).await
     }
 
-    /// Set a condition.
+    /// Set a condition (observed at the object's current generation).
     pub fn set(&mut self, type_: &str, state: State) {
-        conditions::set(K::conditions(&mut self.status), type_, state);
+        let generation = self.obj.meta().generation;
+        conditions::set(K::conditions(&mut self.status), type_, state, generation);
     }
 
     /// Write status if it changed since the last write. A reconcile that started from a
@@ -343,9 +354,9 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             .iter()
             .filter(|c| !before.contains(c))
             .map(|c| {
-                let reason = c.reason.as_deref().unwrap_or(&c.status);
-                let message = c.message.as_deref().unwrap_or_default();
-                format!("{}={reason}: {message}", c.r#type)
+                let reason = c.reason().unwrap_or(c.status());
+                let message = c.message().unwrap_or_default();
+                format!("{}={reason}: {message}", c.type_())
             })
             .collect()
     }
@@ -354,7 +365,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// as not paused, so objects never paused carry no condition).
     async fn record_pause(&mut self, paused: bool) -> Result<()> {
         let current = conditions::get(K::conditions(&mut self.status), PAUSED_CONDITION)
-            .map(|c| c.status == "True");
+            .map(|c| c.status() == "True");
         if current == Some(paused) || (current.is_none() && !paused) {
             return Ok(());
         }
@@ -476,7 +487,7 @@ pub fn failure_reason(
     match err {
         Error::InvalidSpec(_) | Error::Cloud(Cloud::InvalidSpec(_)) => invalid_spec,
         Error::Cloud(Cloud::NotFound { .. }) if !provisioned => invalid_spec,
-        Error::Credentials(_) => "InvalidCredentials",
+        Error::Credentials(_) => conditions::INVALID_CREDENTIALS,
         _ if step == condition_types::API_SERVER_INGRESS_READY => {
             condition_reasons::LOAD_BALANCER_MEMBER_ERROR
         }

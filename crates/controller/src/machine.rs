@@ -131,8 +131,8 @@ impl Reconciled for OpenStackMachine {
     fn first_step(_: &Self::Status) -> &'static str {
         INSTANCE_READY
     }
-    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
-        self.spec.identity_ref.as_ref()
+    fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
+        self.spec.identity_ref.clone()
     }
     fn cloud_owner(&self) {}
 

@@ -126,8 +126,8 @@ impl Reconciled for OpenStackMachineTemplate {
     fn first_step(_: &Self::Status) -> &'static str {
         READY
     }
-    fn identity_ref(&self) -> Option<&OpenStackIdentityReference> {
-        self.spec.template.spec.identity_ref.as_ref()
+    fn identity_ref(&self) -> Option<OpenStackIdentityReference> {
+        self.spec.template.spec.identity_ref.clone()
     }
     fn cloud_owner(&self) {}
 

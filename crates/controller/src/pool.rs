@@ -41,6 +41,7 @@ use std::sync::Arc;
 use capo_api::constants::condition_reasons::UNABLE_TO_FIND_NETWORK;
 use capo_api::constants::condition_types::FLOATING_IP_POOL_READY;
 use capo_api::constants::{DELETE_FLOATING_IP_FINALIZER, FLOATING_IP_POOL_FINALIZER};
+use capo_api::conversion::server::identity_to_v1beta1;
 use capo_api::v1alpha1::{OpenStackFloatingIPPool, OpenStackFloatingIPPoolStatus};
 use capo_api::v1beta1::OpenStackIdentityReference;
 use capo_cloud::networking::floating_ip_pool::PoolOwner;
@@ -124,7 +125,7 @@ impl Reconciled for OpenStackFloatingIPPool {
     const FINALIZER: &'static str = FLOATING_IP_POOL_FINALIZER;
     /// Spec errors of a pool are its network's (missing, ambiguous, not external).
     const INVALID_SPEC_REASON: &'static str = UNABLE_TO_FIND_NETWORK;
-    lifecycle::status_of!(OpenStackFloatingIPPoolStatus);
+    lifecycle::status_of!(OpenStackFloatingIPPoolStatus, capo_api::v1beta2::Condition);
     type CloudOwner = PoolOwner;
     /// A pool hangs off nothing.
     type Owners = ();
@@ -136,8 +137,9 @@ impl Reconciled for OpenStackFloatingIPPool {
     fn first_step(_: &Self::Status) -> &'static str {
         FLOATING_IP_POOL_READY
     }
-    fn identity_ref(&self) -> Option<&OpenStackIdentityReference> {
-        Some(&self.spec.identity_ref)
+    /// An unset `type` is a Secret (the API server's default).
+    fn identity_ref(&self) -> Option<OpenStackIdentityReference> {
+        Some(identity_to_v1beta1(&self.spec.identity_ref))
     }
     fn cloud_owner(&self) -> PoolOwner {
         PoolOwner {

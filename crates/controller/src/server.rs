@@ -116,7 +116,7 @@ impl Reconciled for OpenStackServer {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = SERVER_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
-    lifecycle::status_of!(OpenStackServerStatus);
+    lifecycle::status_of!(OpenStackServerStatus, capo_api::v1beta2::Condition);
     type CloudOwner = ServerOwner;
     /// Whether the server's Cluster is paused.
     type Owners = bool;
@@ -128,8 +128,9 @@ impl Reconciled for OpenStackServer {
     fn first_step(status: &Self::Status) -> &'static str {
         if status.ready { READY } else { INSTANCE_READY }
     }
-    fn identity_ref(&self) -> Option<&capo_api::v1beta1::OpenStackIdentityReference> {
-        Some(&self.spec.identity_ref)
+    /// An unset `type` is a Secret (the API server's default).
+    fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
+        Some(crate::server_spec::identity(&self.spec))
     }
     fn cloud_owner(&self) -> ServerOwner {
         ServerOwner {

@@ -3,12 +3,24 @@
 //! the cluster network (and, with a primary subnet, its address from that subnet), a port
 //! without security groups gets the managed group of its role (unless port security is
 //! disabled), tags are the machine's then the cluster's.
+//!
+//! Also the one place where the controllers move an OpenStackServer between its own shapes
+//! (v1alpha1 on v1beta2's shared types) and the v1beta1 shapes the machine specs, the v1beta1
+//! statuses and capo-cloud use: the derivation works in v1beta1's shapes and converts once at
+//! the end, and the server's spec, `status.resolved` and `status.resources` are read back
+//! through the functions below. All of them delegate to [`capo_api::conversion::server`].
 
-use capo_api::v1alpha1::OpenStackServerSpec;
-use capo_api::v1beta1::{
-    AddressPair, FixedIP, LocalObjectReference, NetworkParam, OpenStackIdentityReference,
-    OpenStackMachineSpec, PortOpts, SubnetParam,
+use capo_api::conversion::ConversionError;
+use capo_api::conversion::server::{self as shapes, V1beta1ServerSpec};
+use capo_api::v1alpha1::{
+    OpenStackServerSpec, OpenStackServerStatus, ResolvedServerSpec, ServerResources,
 };
+use capo_api::v1beta1::{
+    AddressPair, FixedIP, LocalObjectReference, MachineResources, NetworkParam,
+    OpenStackIdentityReference, OpenStackMachineSpec, PortOpts, ResolvedMachineSpec, SubnetParam,
+};
+
+use crate::error::{Error, Result};
 
 /// What the derivation needs besides the machine spec.
 #[derive(Debug, Clone, Default)]
@@ -107,7 +119,7 @@ pub fn server_spec(
             tags.push(t.clone());
         }
     }
-    Ok(OpenStackServerSpec {
+    let view = V1beta1ServerSpec {
         additional_block_devices: spec.additional_block_devices.clone(),
         availability_zone: d.availability_zone.map(str::to_owned),
         config_drive: spec.config_drive,
@@ -133,7 +145,51 @@ pub fn server_spec(
         user_data_ref: d.user_data_secret.map(|n| LocalObjectReference {
             name: Some(n.to_owned()),
         }),
-    })
+    };
+    shapes::server_spec_from_v1beta1(&view).map_err(|e| e.to_string())
+}
+
+/// A server's shapes failed to convert (a value v1beta1's or v1beta2's types cannot hold):
+/// the object cannot be reconciled as written.
+fn invalid(e: ConversionError) -> Error {
+    Error::InvalidSpec(e.to_string())
+}
+
+/// The server's spec in v1beta1's shapes: the identity's type stated (`Secret` when unset),
+/// port security in `disablePortSecurity` (`enablePortSecurity` first, else the legacy
+/// field).
+pub fn v1beta1_spec(spec: &OpenStackServerSpec) -> Result<V1beta1ServerSpec> {
+    shapes::server_spec_to_v1beta1(spec).map_err(invalid)
+}
+
+/// The server's credentials reference with its type stated (`Secret` when unset).
+pub fn identity(spec: &OpenStackServerSpec) -> OpenStackIdentityReference {
+    shapes::identity_to_v1beta1(&spec.identity_ref)
+}
+
+/// `status.resolved` in v1beta1's shapes (for capo-cloud and the v1beta1 statuses).
+pub fn v1beta1_resolved(r: &ResolvedServerSpec) -> Result<ResolvedMachineSpec> {
+    shapes::resolved_to_v1beta1(r).map_err(invalid)
+}
+
+/// A resolution in v1beta1's shapes as the server's `status.resolved`.
+pub fn v1alpha1_resolved(r: &ResolvedMachineSpec) -> Result<ResolvedServerSpec> {
+    shapes::resolved_from_v1beta1(r).map_err(invalid)
+}
+
+/// `status.resources` in v1beta1's shape.
+pub fn v1beta1_resources(r: &ServerResources) -> Result<MachineResources> {
+    shapes::resources_to_v1beta1(r).map_err(invalid)
+}
+
+/// `status.resolved` and `status.resources` of a server in v1beta1's shapes, as a machine or
+/// the bastion mirrors them.
+pub fn v1beta1_status_parts(
+    st: &OpenStackServerStatus,
+) -> Result<(Option<ResolvedMachineSpec>, Option<MachineResources>)> {
+    let resolved = st.resolved.as_ref().map(v1beta1_resolved).transpose()?;
+    let resources = st.resources.as_ref().map(v1beta1_resources).transpose()?;
+    Ok((resolved, resources))
 }
 
 #[cfg(test)]
@@ -170,16 +226,97 @@ mod tests {
         let s = server_spec(&spec, &d).unwrap();
         assert_eq!(s.ports.len(), 1);
         assert_eq!(
-            s.ports[0].network.as_ref().unwrap().id.as_deref(),
+            s.ports[0].opts.network.as_ref().unwrap().id.as_deref(),
             Some("net-1")
         );
-        assert_eq!(s.ports[0].security_groups[0].id.as_deref(), Some("sg-1"));
+        assert_eq!(
+            s.ports[0].opts.security_groups[0].id.as_deref(),
+            Some("sg-1")
+        );
         assert_eq!(s.tags, vec!["m".to_owned(), "team-a".to_owned()]);
         assert_eq!(s.availability_zone.as_deref(), Some("az2"));
-        assert_eq!(s.user_data_ref.unwrap().name.as_deref(), Some("boot"));
-        assert_eq!(s.identity_ref, id);
-        assert_eq!(s.ports[0].allowed_address_pairs[0].ip_address, "10.0.0.5");
+        assert_eq!(
+            s.user_data_ref.as_ref().unwrap().name.as_deref(),
+            Some("boot")
+        );
+        assert_eq!(super::identity(&s), id);
+        assert_eq!(
+            s.ports[0].opts.allowed_address_pairs[0].ip_address,
+            "10.0.0.5"
+        );
         assert_eq!(s.ssh_key_name, "generated");
+    }
+
+    #[test]
+    fn new_servers_say_enable_port_security_and_stored_ones_keep_the_legacy_field() {
+        let id = identity();
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            cluster_network_id: Some("net-1"),
+            ..Default::default()
+        };
+        let spec = OpenStackMachineSpec {
+            ports: vec![PortOpts {
+                disable_port_security: Some(true),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let s = server_spec(&spec, &d).unwrap();
+        // Upstream main's form, never the legacy one.
+        assert_eq!(s.ports[0].opts.enable_port_security, Some(false));
+        assert_eq!(s.ports[0].disable_port_security, None);
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(
+            json["ports"][0].get("disablePortSecurity").is_none(),
+            "{json}"
+        );
+        // Read back for the cloud: port security off.
+        assert_eq!(
+            v1beta1_spec(&s).unwrap().ports[0].disable_port_security,
+            Some(true)
+        );
+
+        // A bastion stored by v0.14 (legacy field only), and one given both fields.
+        let mut stored = s.clone();
+        stored.ports[0].opts.enable_port_security = None;
+        stored.ports[0].disable_port_security = Some(true);
+        assert_eq!(
+            v1beta1_spec(&stored).unwrap().ports[0].disable_port_security,
+            Some(true)
+        );
+        stored.ports[0].opts.enable_port_security = Some(true);
+        stored.ports[0].disable_port_security = Some(false);
+        assert_eq!(
+            v1beta1_spec(&stored).unwrap().ports[0].disable_port_security,
+            Some(false)
+        );
+        // enablePortSecurity wins over a (contradicting, refused at admission) legacy value.
+        stored.ports[0].disable_port_security = Some(true);
+        assert_eq!(
+            v1beta1_spec(&stored).unwrap().ports[0].disable_port_security,
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn an_unset_identity_type_reads_as_a_secret() {
+        let mut s = server_spec(
+            &OpenStackMachineSpec {
+                identity_ref: Some(identity()),
+                ..Default::default()
+            },
+            &Derivation {
+                cluster_network_id: Some("net-1"),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        s.identity_ref.r#type = None;
+        assert_eq!(
+            super::identity(&s).r#type,
+            capo_api::v1beta1::IdentityRefType::Secret
+        );
     }
 
     #[test]
@@ -195,7 +332,7 @@ mod tests {
             ..Default::default()
         };
         let s = server_spec(&spec, &d).unwrap();
-        assert!(s.ports[0].security_groups.is_empty());
+        assert!(s.ports[0].opts.security_groups.is_empty());
         let err = server_spec(&OpenStackMachineSpec::default(), &d).unwrap_err();
         assert!(err.starts_with("spec.identityRef"), "{err}");
     }
@@ -237,7 +374,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let s = server_spec(&spec, &d).unwrap();
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
         assert_eq!(s.ports[0].fixed_ips[0].subnet.as_ref(), Some(&primary));
         // The machine's own fixed IPs and ports on other networks are left as given.
         assert_eq!(s.ports[1].fixed_ips, vec![own]);

@@ -188,6 +188,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     // ingress VIP; machines naming no key pair get the generated one.
     let cp0 = servers(&h).get("cp-0").await.unwrap();
     let pairs: Vec<String> = cp0.spec.ports[0]
+        .opts
         .allowed_address_pairs
         .iter()
         .map(|p| p.ip_address.clone())
@@ -196,7 +197,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     assert_eq!(cp0.spec.ssh_key_name, keypair);
     let w0 = servers(&h).get("w-0").await.unwrap();
     assert_eq!(
-        w0.spec.ports[0].allowed_address_pairs[0].ip_address,
+        w0.spec.ports[0].opts.allowed_address_pairs[0].ip_address,
         ingress.vip.clone().unwrap()
     );
     let port = &items(&h, "ports")
@@ -292,7 +293,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     assert!(inventory.contains("cp-3"));
     let cp3 = servers(&h).get("cp-3").await.unwrap();
     assert_eq!(
-        cp3.spec.ports[0].allowed_address_pairs[0].ip_address,
+        cp3.spec.ports[0].opts.allowed_address_pairs[0].ip_address,
         cp.vip.clone().unwrap(),
         "the new control plane accepts the VIP too"
     );

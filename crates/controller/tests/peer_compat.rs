@@ -172,6 +172,7 @@ const WORKER_NO_VIP_EXTENSIONS: &str = "extensions:
 
 fn pairs(s: &capo_api::v1alpha1::OpenStackServer) -> Vec<String> {
     s.spec.ports[0]
+        .opts
         .allowed_address_pairs
         .iter()
         .map(|p| p.ip_address.clone())

@@ -83,7 +83,7 @@ pub(crate) fn to_v1beta1(
 }
 
 /// Additional block devices; v1beta1's free-text storage type must be one of v1beta2's two.
-fn block_devices_to_v1beta2(
+pub(crate) fn block_devices_to_v1beta2(
     devices: &[v1beta1::AdditionalBlockDevice],
     path: &str,
 ) -> Result<Vec<v1beta2::AdditionalBlockDevice>, ConversionError> {
@@ -113,7 +113,8 @@ fn block_devices_to_v1beta2(
         .collect()
 }
 
-fn block_devices_to_v1beta1(
+/// Additional block devices; v1beta2's enum storage type is one of v1beta1's free-text ones.
+pub(crate) fn block_devices_to_v1beta1(
     devices: &[v1beta2::AdditionalBlockDevice],
     path: &str,
 ) -> Result<Vec<v1beta1::AdditionalBlockDevice>, ConversionError> {

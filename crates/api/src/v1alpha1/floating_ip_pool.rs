@@ -1,6 +1,9 @@
 //! OpenStackFloatingIPPool: floating IPs for Cluster API IPAM.
+//!
+//! As upstream CAPO main (v0.15), made of v1beta2's shared types with standard conditions;
+//! pools written by upstream v0.14 or capo 0.1 still read (see [`super::OpenStackServer`]).
 
-use crate::v1beta1::{Condition, NetworkParam, NetworkStatus, OpenStackIdentityReference};
+use crate::v1beta2::{Condition, NetworkParam, NetworkStatus, OpenStackIdentityReference};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -54,8 +57,9 @@ pub struct OpenStackFloatingIPPoolStatus {
     #[serde(rename = "claimedIPs", default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("default" = []))]
     pub claimed_ips: Vec<String>,
-    /// Cluster API v1beta1 conditions.
+    /// Standard Kubernetes conditions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::v1beta2::plain_conditions_schema")]
     pub conditions: Vec<Condition>,
     /// Floating IPs the pool could not use.
     #[serde(rename = "failedIPs", default, skip_serializing_if = "Vec::is_empty")]
@@ -74,4 +78,43 @@ pub enum ReclaimPolicy {
     /// Release it back to the external network.
     #[serde(rename = "Delete")]
     Delete,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_pool_stored_by_v0_14_reads() {
+        let pool: OpenStackFloatingIPPool = serde_json::from_value(json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+            "kind": "OpenStackFloatingIPPool",
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "identityRef": {"type": "Secret", "name": "c", "cloudName": "o"},
+                "reclaimPolicy": "Retain"
+            },
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "True",
+                     "lastTransitionTime": "2024-01-02T03:04:05Z"},
+                    {"type": "OpenstackFloatingIPPoolReadyCondition", "status": "False",
+                     "severity": "Warning", "reason": "MaxIPsReached",
+                     "lastTransitionTime": "2024-01-02T03:04:05Z"}
+                ],
+                "floatingIPNetwork": {"id": "n", "name": "public"}
+            }
+        }))
+        .unwrap_or_else(|e| panic!("a v0.14 pool must read: {e}"));
+        let status = pool.status.unwrap_or_default();
+        assert_eq!(status.conditions.len(), 2);
+        assert_eq!(status.conditions[0].reason, "");
+        assert_eq!(status.conditions[1].reason, "MaxIPsReached");
+        assert_eq!(status.conditions[1].message, "");
+        assert_eq!(
+            pool.spec.identity_ref.ref_type(),
+            crate::v1beta1::IdentityRefType::Secret
+        );
+    }
 }

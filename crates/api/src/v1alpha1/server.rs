@@ -1,10 +1,19 @@
 //! OpenStackServer: a standalone server.
+//!
+//! As upstream CAPO main (v0.15), the spec and status are made of v1beta2's shared types and
+//! the conditions are standard `metav1.Condition`s; the flavor stays a pair of strings.
+//! Objects written by upstream v0.14 or capo 0.1 (v1beta1's shared types) still read: their
+//! conditions' severity is dropped and a missing reason or message reads as empty, and a port's
+//! `disablePortSecurity` is kept in a capo-only legacy field ([`PortOpts`]).
+//!
+//! The controllers derive servers from v1beta1 machine specs and call the cloud with v1beta1
+//! shapes; [`crate::conversion::server`] converts between the two.
 
-use crate::v1beta1::{
-    AdditionalBlockDevice, Condition, ImageParam, LocalObjectReference, MachineAddress,
-    MachineResources, NetworkParam, OpenStackIdentityReference, PortOpts, ResolvedMachineSpec,
-    RootVolume, SchedulerHintAdditionalProperty, ServerGroupParam, ServerMetadata,
-    TypedLocalObjectReference,
+use crate::v1beta1::LocalObjectReference;
+use crate::v1beta2::{
+    self, AdditionalBlockDevice, Condition, ImageParam, MachineAddress, NetworkParam,
+    OpenStackIdentityReference, RootVolume, SchedulerHintAdditionalProperty, ServerGroupParam,
+    ServerMetadata, TypedLocalObjectReference,
 };
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -124,8 +133,9 @@ pub struct OpenStackServerStatus {
     /// Addresses of the server, reported to the Cluster API Machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<MachineAddress>,
-    /// Cluster API v1beta1 conditions.
+    /// Standard Kubernetes conditions (InstanceReady, Ready, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::v1beta2::plain_conditions_schema")]
     pub conditions: Vec<Condition>,
     /// Nova server ID.
     #[serde(rename = "instanceID", skip_serializing_if = "Option::is_none")]
@@ -139,8 +149,84 @@ pub struct OpenStackServerStatus {
     /// Spec with all references resolved, written with the first status write after the
     /// resolution.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resolved: Option<ResolvedMachineSpec>,
+    pub resolved: Option<ResolvedServerSpec>,
     /// OpenStack resources created so far.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<MachineResources>,
+    pub resources: Option<ServerResources>,
+}
+
+/// Settings of one Neutron port of an OpenStackServer: v1beta2's port options plus capo's
+/// legacy `disablePortSecurity`.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PortOpts {
+    /// Upstream main's port options (with `enablePortSecurity`).
+    #[serde(flatten)]
+    pub opts: v1beta2::PortOpts,
+    /// Deprecated: the v1beta1 form of `enablePortSecurity` (true disables port security),
+    /// kept so that servers written by upstream v0.14 or capo 0.1 keep their setting; used only
+    /// when `enablePortSecurity` is unset. New servers use `enablePortSecurity`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable_port_security: Option<bool>,
+}
+
+impl PortOpts {
+    /// Whether port security is on: `enablePortSecurity`, else the negated legacy
+    /// `disablePortSecurity`, else unset (the network's default).
+    pub fn port_security_enabled(&self) -> Option<bool> {
+        effective_port_security(self.opts.enable_port_security, self.disable_port_security)
+    }
+}
+
+/// `status.resolved` of an OpenStackServer: the spec's references resolved to IDs.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedServerSpec {
+    /// Resolved flavor ID.
+    #[serde(rename = "flavorID", skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<String>,
+    /// Resolved image ID.
+    #[serde(rename = "imageID", skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    /// Ports to create, fully resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<ResolvedPortSpec>,
+    /// Resolved server group ID.
+    #[serde(rename = "serverGroupID", skip_serializing_if = "Option::is_none")]
+    pub server_group_id: Option<String>,
+}
+
+/// `status.resources` of an OpenStackServer: what was created so far, so deletion finds it.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerResources {
+    /// Ports created for the server, in spec order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<v1beta2::PortStatus>,
+}
+
+/// A resolved port of an OpenStackServer: v1beta2's resolved port plus the legacy
+/// `disablePortSecurity` of servers resolved by upstream v0.14 or capo 0.1.
+#[derive(Serialize, Deserialize, Clone, Debug, JsonSchema, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedPortSpec {
+    /// Upstream main's resolved port (with `enablePortSecurity`).
+    #[serde(flatten)]
+    pub spec: v1beta2::ResolvedPortSpec,
+    /// Deprecated: the v1beta1 form of `enablePortSecurity`, as resolved by upstream v0.14 or
+    /// capo 0.1; used only when `enablePortSecurity` is unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable_port_security: Option<bool>,
+}
+
+impl ResolvedPortSpec {
+    /// Whether port security is on, as [`PortOpts::port_security_enabled`].
+    pub fn port_security_enabled(&self) -> Option<bool> {
+        effective_port_security(self.spec.enable_port_security, self.disable_port_security)
+    }
+}
+
+/// `enablePortSecurity` wins; the legacy `disablePortSecurity` counts only without it.
+fn effective_port_security(enable: Option<bool>, legacy_disable: Option<bool>) -> Option<bool> {
+    enable.or(legacy_disable.map(|d| !d))
 }

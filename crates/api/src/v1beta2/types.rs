@@ -21,7 +21,7 @@ mod status;
 pub use api_server::{APIServer, APIServerLoadBalancer, APIServerLoadBalancerMonitor};
 pub use bastion::{Bastion, BastionStatus};
 pub use block_devices::{AdditionalBlockDevice, BlockDeviceStorage, BlockDeviceType, RootVolume};
-pub use conditions::{Condition, conditions_schema};
+pub use conditions::{Condition, conditions_schema, plain_conditions_schema};
 pub use filters::{FlavorFilter, SubnetFilter};
 pub use identity::OpenStackIdentityReference;
 pub use networking::{

@@ -4,25 +4,62 @@ use super::common::{check_ip, check_network_param, check_unique};
 use super::immutability::check_unchanged;
 use super::machine::{ServerShape, check_server_shape};
 use super::{FieldError, FieldPath, UpdateContext, Validate, ValidationErrors};
+use crate::conversion::server::server_spec_to_v1beta1;
 use crate::v1alpha1::{
     LabelSelector, OpenStackClusterIdentity, OpenStackFloatingIPPool, OpenStackServer,
-    OpenStackServerSpec,
+    OpenStackServerSpec, PortOpts,
 };
 
+/// The machine rules, on the spec in v1beta1's shapes (the shape they are written for; the
+/// legacy `disablePortSecurity` folded into it), plus the ports' port-security fields.
 fn check_server_spec(path: &FieldPath, spec: &OpenStackServerSpec, errors: &mut Vec<FieldError>) {
+    check_port_security_fields(&path.child("ports"), &spec.ports, errors);
+    let view = match server_spec_to_v1beta1(spec) {
+        Ok(view) => view,
+        Err(e) => {
+            // The conversion names the field relative to the object (`spec....`).
+            let field = FieldPath::new(&e.path.replacen("spec", path.as_str(), 1));
+            errors.push(FieldError::forbidden(&field, e.reason));
+            return;
+        }
+    };
     let shape = ServerShape {
-        flavor: spec.flavor.as_deref(),
-        flavor_id: spec.flavor_id.as_deref(),
-        image: &spec.image,
-        ports: &spec.ports,
-        security_groups: &spec.security_groups,
-        server_group: spec.server_group.as_ref(),
-        root_volume: spec.root_volume.as_ref(),
-        additional_block_devices: &spec.additional_block_devices,
-        scheduler_hints: &spec.scheduler_hint_additional_properties,
-        tags: &spec.tags,
+        flavor: view.flavor.as_deref(),
+        flavor_id: view.flavor_id.as_deref(),
+        image: &view.image,
+        ports: &view.ports,
+        security_groups: &view.security_groups,
+        server_group: view.server_group.as_ref(),
+        root_volume: view.root_volume.as_ref(),
+        additional_block_devices: &view.additional_block_devices,
+        scheduler_hints: &view.scheduler_hint_additional_properties,
+        tags: &view.tags,
     };
     check_server_shape(path, &shape, errors);
+}
+
+/// A port may carry both `enablePortSecurity` and the legacy `disablePortSecurity` (a stored
+/// server's port given the new field), but only when they agree: `enablePortSecurity` would win
+/// silently otherwise.
+fn check_port_security_fields(path: &FieldPath, ports: &[PortOpts], errors: &mut Vec<FieldError>) {
+    for (i, port) in ports.iter().enumerate() {
+        let (Some(enable), Some(disable)) =
+            (port.opts.enable_port_security, port.disable_port_security)
+        else {
+            continue;
+        };
+        if enable == disable {
+            let detail = format!(
+                "contradicts the deprecated disablePortSecurity: {disable}; set only \
+                 enablePortSecurity (disablePortSecurity: true is enablePortSecurity: false)"
+            );
+            errors.push(FieldError::invalid(
+                &path.index(i).child("enablePortSecurity"),
+                enable,
+                detail,
+            ));
+        }
+    }
 }
 
 impl Validate for OpenStackServer {

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::Scope;
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
-use crate::server_spec::{Derivation, server_spec};
+use crate::server_spec::{Derivation, server_spec, v1beta1_status_parts};
 
 /// Annotation on the bastion OpenStackServer: hash of the operator's bastion spec.
 pub const BASTION_HASH_ANNOTATION: &str = "infrastructure.cluster.x-k8s.io/capo-bastion-spec-hash";
@@ -90,7 +90,7 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
         Some(_) => {}
     }
     let st = server.status.clone().unwrap_or_default();
-    let mut bs = bastion_status(&name, &server, &st);
+    let mut bs = bastion_status(&name, &server, &st)?;
     let recorded = scope.status.bastion.clone().unwrap_or_default();
     // The recorded floating IP is kept only while it sits on this same server; a replaced
     // bastion gets it associated with its new port below.
@@ -115,12 +115,14 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     Ok(Progress::Done(()))
 }
 
+/// The bastion server as the cluster's (v1beta1) status records it.
 fn bastion_status(
     name: &str,
     server: &OpenStackServer,
     st: &OpenStackServerStatus,
-) -> BastionStatus {
-    BastionStatus {
+) -> Result<BastionStatus> {
+    let (resolved, resources) = v1beta1_status_parts(st)?;
+    Ok(BastionStatus {
         floating_ip: None,
         id: st.instance_id.clone(),
         ip: st
@@ -129,11 +131,11 @@ fn bastion_status(
             .find(|a| a.r#type == "InternalIP")
             .map(|a| a.address.clone()),
         name: Some(name.to_owned()),
-        resolved: st.resolved.clone(),
-        resources: st.resources.clone(),
+        resolved,
+        resources,
         ssh_key_name: Some(server.spec.ssh_key_name.clone()).filter(|k| !k.is_empty()),
         state: st.instance_state.clone(),
-    }
+    })
 }
 
 async fn bastion_floating_ip(

@@ -21,14 +21,11 @@ use super::Scope;
 use super::ingress;
 use super::steady::fingerprint;
 use crate::capi::Machine;
-use crate::conditions::{self, State};
+use crate::conditions::{self, Entry, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;
 use crate::error::{Error, Result};
 use crate::runtime::OWNER_ID_ANNOTATION;
-use crate::server_spec::{Derivation, server_spec};
-
-/// Reason while the server is being made.
-const INSTANCE_NOT_READY: &str = "InstanceNotReady";
+use crate::server_spec::{Derivation, identity, server_spec, v1beta1_status_parts};
 
 /// The machine's state from its OpenStackServer's creation until the server reports one.
 const SERVER_REQUESTED: &str = "server requested";
@@ -91,14 +88,14 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         ));
     }
     let st = oss.status.clone().unwrap_or_default();
-    copy_server_status(scope, &st);
+    copy_server_status(scope, &st)?;
     set_provider_id(scope, &oss, &st).await?;
     if let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
-        && c.reason.as_deref() == Some(INSTANCE_DELETED)
+        && c.reason() == Some(INSTANCE_DELETED)
     {
         // Upstream's contract: a machine whose server vanished fails, so a MachineHealthCheck
         // (or the operator) replaces it.
-        let message = c.message.clone().unwrap_or_default();
+        let message = c.message().unwrap_or_default().to_owned();
         scope.status.failure_reason = Some("UpdateError".into());
         scope.status.failure_message = Some(message.clone());
         scope.status.ready = Some(false);
@@ -137,7 +134,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             scope.ctx,
             &scope.object(),
             &scope.namespace,
-            &oss.spec.identity_ref,
+            &identity(&oss.spec),
         )
         .await?;
         super::extensions::reconcile_node_resources(scope, inp.osc, &s, &oss).await?;
@@ -166,31 +163,32 @@ async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -
     Ok(Action::requeue(scope.ctx.options.sync_period))
 }
 
-/// The OpenStackServer's InstanceReady as a desired state.
+/// The OpenStackServer's InstanceReady as a desired state. Its standard condition has no
+/// severity: [`Entry::severity`] recovers it from the reason, so a server that stopped (a
+/// warning) or failed (an error) is told apart from one on its way (Info, not mirrored before
+/// the machine was ready).
 fn instance_state(st: &OpenStackServerStatus) -> Option<State> {
     let c = conditions::get(&st.conditions, INSTANCE_READY)?;
-    Some(if c.status == "True" {
+    Some(if c.status() == "True" {
         State::True
     } else {
-        let reason = c
-            .reason
-            .clone()
-            .unwrap_or_else(|| INSTANCE_NOT_READY.into());
-        let message = c.message.clone().unwrap_or_default();
-        match c.severity.as_deref() {
-            Some("Error") => State::error(&reason, message),
-            Some("Warning") => State::warning(&reason, message),
-            _ => State::info(&reason, message),
+        let reason = c.reason().unwrap_or(INSTANCE_NOT_READY);
+        let message = c.message().unwrap_or_default().to_owned();
+        match c.severity() {
+            Some("Error") => State::error(reason, message),
+            Some("Warning") => State::warning(reason, message),
+            _ => State::info(reason, message),
         }
     })
 }
 
-fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) {
+fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) -> Result<()> {
+    let (resolved, resources) = v1beta1_status_parts(st)?;
     scope.status.instance_id = st.instance_id.clone();
     scope.status.instance_state = st.instance_state.clone();
     scope.status.addresses = st.addresses.clone();
-    scope.status.resolved = st.resolved.clone();
-    scope.status.resources = st.resources.clone();
+    scope.status.resolved = resolved;
+    scope.status.resources = resources;
     match instance_state(st) {
         Some(s) => scope.set(INSTANCE_READY, s),
         None => scope.set(
@@ -198,6 +196,7 @@ fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) {
             State::info(INSTANCE_NOT_READY, SERVER_REQUESTED),
         ),
     }
+    Ok(())
 }
 
 /// `spec.providerID` = `openstack://<region>/<instanceID>`, written once the ID is known.
@@ -246,7 +245,7 @@ async fn reconcile_ingress(
         scope.ctx,
         &scope.object(),
         &scope.namespace,
-        &oss.spec.identity_ref,
+        &identity(&oss.spec),
     )
     .await?;
     match ingress::ensure(&s, &mode, &scope.name, &port_id).await? {

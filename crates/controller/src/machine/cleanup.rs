@@ -148,7 +148,7 @@ async fn session(
     oss: Option<&OpenStackServer>,
 ) -> Result<capo_openstack::Session> {
     let identity = oss
-        .map(|o| o.spec.identity_ref.clone())
+        .map(|o| crate::server_spec::identity(&o.spec))
         .or_else(|| scope.obj.spec.identity_ref.clone())
         .unwrap_or_else(|| osc.spec.identity_ref.clone());
     session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await

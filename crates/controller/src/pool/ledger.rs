@@ -128,7 +128,7 @@ impl Ledger {
 mod tests {
     use super::*;
     use capo_api::v1alpha1::ReclaimPolicy;
-    use capo_api::v1beta1::OpenStackIdentityReference;
+    use capo_api::v1beta2::OpenStackIdentityReference;
     use serde_json::json;
 
     fn owner() -> PoolOwner {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use capo_api::constants::condition_reasons::MAX_IPS_REACHED;
 use capo_api::constants::condition_types::{FLOATING_IP_POOL_READY, READY};
 use capo_api::constants::{CLUSTER_NAME_LABEL, DELETE_FLOATING_IP_FINALIZER};
-use capo_api::v1beta1::NetworkStatus;
+use capo_api::v1beta2::NetworkStatus;
 use capo_cloud::networking::external::find_external_network;
 use capo_cloud::networking::floating_ip_pool as fips;
 use capo_openstack::Session;
@@ -109,6 +109,12 @@ async fn network(scope: &mut Scope<'_>, s: &Session) -> Result<NetworkStatus> {
             "the cloud has no external network to allocate floating IPs from; set spec.floatingIPNetwork"
                 .to_owned(),
         ));
+    };
+    // Same fields as the cloud's v1beta1 form; v1beta2's schema only bounds them.
+    let n = NetworkStatus {
+        id: n.id,
+        name: n.name,
+        tags: n.tags,
     };
     scope.status.floating_ip_network = Some(n.clone());
     scope.flush().await?;

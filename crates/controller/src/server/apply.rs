@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 
 use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
 use capo_api::constants::condition_types::{FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY};
-use capo_api::v1alpha1::OpenStackServer;
+use capo_api::conversion::server::V1beta1ServerSpec;
+use capo_api::v1alpha1::{OpenStackServer, ServerResources};
 use capo_api::v1beta1::{
-    MachineAddress, MachineResources, PortStatus, ResolvedMachineSpec, SchedulerHintValueType,
-    TypedLocalObjectReference,
+    MachineAddress, ResolvedMachineSpec, SchedulerHintValueType, TypedLocalObjectReference,
 };
+use capo_api::v1beta2::PortStatus;
 use capo_cloud::Progress;
 use capo_cloud::instance::{self, EnsuredVolume, ServerRequest};
 use capo_openstack::Session;
@@ -24,12 +25,10 @@ use super::cache::LookupCache;
 use super::pool_ip;
 use super::resolve::Resolver;
 use super::steady::{fingerprint, is_steady};
-use crate::conditions::State;
+use crate::conditions::{INSTANCE_NOT_ACTIVE, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;
 use crate::error::{Error, KubeContext, Result};
-
-/// Reason of InstanceReady while the server is being made.
-const INSTANCE_NOT_READY: &str = "InstanceNotReady";
+use crate::server_spec::{identity, v1alpha1_resolved, v1beta1_resolved, v1beta1_spec};
 
 /// Reconcile an OpenStackServer that is not being deleted (finalizer in place).
 pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
@@ -37,7 +36,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         scope.ctx,
         &scope.object(),
         &scope.namespace,
-        &scope.obj.spec.identity_ref,
+        &identity(&scope.obj.spec),
     )
     .await?;
     let key = scope.key();
@@ -51,20 +50,24 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     {
         return Ok(Action::requeue(scope.ctx.options.sync_period));
     }
-    let resolved = match scope
+    // The cloud calls take v1beta1's shapes: the spec and the resolution are converted once.
+    let spec = v1beta1_spec(&scope.obj.spec)?;
+    let recorded_resolution = scope
         .status
         .resolved
-        .clone()
+        .as_ref()
         .filter(|r| !r.ports.is_empty())
-    {
+        .map(v1beta1_resolved)
+        .transpose()?;
+    let resolved = match recorded_resolution {
         Some(r) => r,
-        None => match resolve(scope, &s).await? {
+        None => match resolve(scope, &s, &spec).await? {
             Progress::Done(r) => {
                 // Written with the next status write (the server's ID, a wait or a failure),
                 // not on its own as upstream does: what is created before that write (ports,
                 // volumes, the server) is found again by name, so a resolution lost with a
                 // crash is made again and finds it. One write per server less.
-                scope.status.resolved = Some(r.clone());
+                scope.status.resolved = Some(v1alpha1_resolved(&r)?);
                 r
             }
             Progress::Waiting(why) | Progress::Stuck(why) => {
@@ -76,7 +79,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     let req = match recorded {
         // The server exists (or existed): ensure_server only looks it up, never creates.
         Some(_) => ServerRequest::default(),
-        None => match prepare(scope, &s, &resolved).await? {
+        None => match prepare(scope, &s, &spec, &resolved).await? {
             Progress::Done(req) => req,
             Progress::Waiting(why) | Progress::Stuck(why) => {
                 return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
@@ -94,14 +97,18 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     }
 }
 
-async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Progress<ResolvedMachineSpec>> {
+async fn resolve(
+    scope: &Scope<'_>,
+    s: &Session,
+    spec: &V1beta1ServerSpec,
+) -> Result<Progress<ResolvedMachineSpec>> {
     let r = Resolver {
         s,
         cache: &scope.ctx.lookups,
         scope: LookupCache::scope_of(s).await,
         client: &scope.ctx.client,
     };
-    r.resolve(scope.obj).await
+    r.resolve(scope.obj, spec).await
 }
 
 /// Ports (IDs recorded in status, written with the next write), volumes and user data;
@@ -109,6 +116,7 @@ async fn resolve(scope: &Scope<'_>, s: &Session) -> Result<Progress<ResolvedMach
 async fn prepare(
     scope: &mut Scope<'_>,
     s: &Session,
+    spec: &V1beta1ServerSpec,
     resolved: &ResolvedMachineSpec,
 ) -> Result<Progress<ServerRequest>> {
     let mut port_ids = Vec::with_capacity(resolved.ports.len());
@@ -120,7 +128,6 @@ async fn prepare(
         record_port(scope, i, &p.id);
         port_ids.push(p.id);
     }
-    let spec = &scope.obj.spec;
     let plan = instance::plan_volumes(
         &scope.owner.name,
         spec.root_volume.as_ref(),
@@ -145,7 +152,7 @@ async fn prepare(
         waiting => return Ok(waiting.map(|_| ServerRequest::default())),
     };
     Ok(Progress::Done(request(
-        scope, resolved, port_ids, volumes, user_data,
+        spec, resolved, port_ids, volumes, user_data,
     )))
 }
 
@@ -163,7 +170,7 @@ fn record_port(scope: &mut Scope<'_>, i: usize, id: &str) {
     let res = scope
         .status
         .resources
-        .get_or_insert_with(MachineResources::default);
+        .get_or_insert_with(ServerResources::default);
     while res.ports.len() <= i {
         res.ports.push(PortStatus::default());
     }
@@ -199,13 +206,12 @@ async fn user_data(scope: &Scope<'_>) -> Result<Progress<Option<UserData>>> {
 }
 
 fn request(
-    scope: &Scope<'_>,
+    spec: &V1beta1ServerSpec,
     resolved: &ResolvedMachineSpec,
     port_ids: Vec<String>,
     volumes: Vec<EnsuredVolume>,
     user_data: Option<UserData>,
 ) -> ServerRequest {
-    let spec = &scope.obj.spec;
     let local_devices = spec
         .additional_block_devices
         .iter()
@@ -333,8 +339,9 @@ async fn pool_address(
 }
 
 /// The server exists but is not ACTIVE: BUILD is polled at the pending pace; any other state
-/// (SHUTOFF, SUSPENDED, ... of a server that was running) is reported as a warning and
-/// re-checked on the slow backoff.
+/// (SHUTOFF, SUSPENDED, ... of a server that was running) is reported as a warning
+/// ([`INSTANCE_NOT_ACTIVE`], a reason of its own since standard conditions have no severity)
+/// and re-checked on the slow backoff.
 async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
     // The create reply carries no status yet: a build in progress.
     let state = Some(server.status)
@@ -351,7 +358,7 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
     }
     scope.ctx.forget_converged(&scope.key());
     scope.status.instance_state = Some(state);
-    scope.set_instance(State::warning(INSTANCE_NOT_READY, reason));
+    scope.set_instance(State::warning(INSTANCE_NOT_ACTIVE, reason));
     scope.flush().await?;
     Ok(Action::requeue(scope.ctx.options.slow_retry))
 }

@@ -8,6 +8,7 @@ use capo_cloud::instance::{self, Recorded, port_name};
 use super::Scope;
 use crate::credentials::session_for;
 use crate::error::Result;
+use crate::server_spec::{identity, v1beta1_spec};
 
 /// Delete everything of the server (Done once nothing is left).
 pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
@@ -15,7 +16,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
         scope.ctx,
         &scope.object(),
         &scope.namespace,
-        &scope.obj.spec.identity_ref,
+        &identity(&scope.obj.spec),
     )
     .await?;
     let rec = Recorded {
@@ -28,7 +29,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
             .collect(),
         volume_ids: Vec::new(),
     };
-    let (ports, volumes) = names(scope);
+    let (ports, volumes) = names(scope)?;
     let progress =
         instance::delete_server_resources(&s, &scope.owner, &rec, &ports, &volumes).await?;
     if progress.is_done() && scope.obj.spec.floating_ip_pool_ref.is_some() {
@@ -41,14 +42,15 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
 }
 
 /// Deterministic port and volume names, from the resolved spec or else from the spec.
-fn names(scope: &Scope<'_>) -> (Vec<String>, Vec<String>) {
-    let spec = &scope.obj.spec;
+fn names(scope: &Scope<'_>) -> Result<(Vec<String>, Vec<String>)> {
+    // Volumes are planned from v1beta1's shapes, as capo-cloud takes them.
+    let spec = v1beta1_spec(&scope.obj.spec)?;
     let name = &scope.owner.name;
     let mut ports: Vec<String> = scope
         .status
         .resolved
         .iter()
-        .flat_map(|r| r.ports.iter().map(|p| p.name.clone()))
+        .flat_map(|r| r.ports.iter().map(|p| p.spec.name.clone()))
         .collect();
     if ports.is_empty() {
         ports = spec
@@ -68,5 +70,5 @@ fn names(scope: &Scope<'_>) -> (Vec<String>, Vec<String>) {
     .into_iter()
     .map(|v| v.name)
     .collect();
-    (ports, volumes)
+    Ok((ports, volumes))
 }

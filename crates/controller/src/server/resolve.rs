@@ -4,6 +4,7 @@
 //! uses them fails with the cloud's message if they are wrong); filters are looked up through
 //! the shared [`LookupCache`].
 
+use capo_api::conversion::server::V1beta1ServerSpec;
 use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{
     ImageParam, NetworkParam, PortOpts, ResolvedFixedIP, ResolvedMachineSpec, ResolvedPortSpec,
@@ -37,9 +38,13 @@ impl Resolver<'_> {
         Ok(self.cache.get_or(key, f).await?)
     }
 
-    /// Resolve everything, or say what is awaited (an ORC Image without an ID).
-    pub async fn resolve(&self, oss: &OpenStackServer) -> Result<Progress<ResolvedMachineSpec>> {
-        let spec = &oss.spec;
+    /// Resolve everything, or say what is awaited (an ORC Image without an ID). Works on the
+    /// spec in v1beta1's shapes (`spec`, converted by the caller), which capo-cloud takes.
+    pub async fn resolve(
+        &self,
+        oss: &OpenStackServer,
+        spec: &V1beta1ServerSpec,
+    ) -> Result<Progress<ResolvedMachineSpec>> {
         let image_id = match self.image(oss, &spec.image).await? {
             Progress::Done(id) => id,
             Progress::Waiting(why) | Progress::Stuck(why) => return Ok(Progress::Waiting(why)),
@@ -69,7 +74,7 @@ impl Resolver<'_> {
         }
         let mut ports = Vec::with_capacity(spec.ports.len());
         for (i, p) in spec.ports.iter().enumerate() {
-            ports.push(self.port(oss, p, i).await?);
+            ports.push(self.port(oss, spec, p, i).await?);
         }
         Ok(Progress::Done(ResolvedMachineSpec {
             flavor_id: Some(flavor_id),
@@ -96,10 +101,10 @@ impl Resolver<'_> {
     async fn port(
         &self,
         oss: &OpenStackServer,
+        spec: &V1beta1ServerSpec,
         p: &PortOpts,
         i: usize,
     ) -> Result<ResolvedPortSpec> {
-        let spec = &oss.spec;
         let name = port_name(&oss.name_any(), p.name_suffix.as_deref(), i);
         let network = p.network.as_ref().ok_or_else(|| {
             Error::InvalidSpec(format!("spec.ports[{i}].network: Required value"))

@@ -137,7 +137,7 @@ async fn moved_server_resumes_with_its_cluster() {
         let paused = s.status.as_ref().is_some_and(|st| {
             st.conditions
                 .iter()
-                .any(|c| c.r#type == "Paused" && c.status == "True")
+                .any(|c| c.type_ == "Paused" && c.status == "True")
         });
         if paused {
             break;

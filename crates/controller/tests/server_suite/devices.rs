@@ -87,7 +87,7 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
     let waiting = |o: &OpenStackServer| {
         let st = o.status.clone().unwrap_or_default();
         conditions::get(&st.conditions, "InstanceReady")
-            .and_then(|c| c.message.clone())
+            .map(|c| c.message.clone())
             .is_some_and(|msg| msg.contains("ORC Image node-image"))
     };
     crate::common::poll(

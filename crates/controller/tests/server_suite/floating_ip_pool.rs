@@ -256,7 +256,7 @@ async fn wait_pool(
 
 fn condition_reason(p: &OpenStackFloatingIPPool, type_: &str) -> Option<String> {
     let conds = &p.status.as_ref()?.conditions;
-    conditions::get(conds, type_).and_then(|c| c.reason.clone())
+    conditions::get(conds, type_).map(|c| c.reason.clone())
 }
 
 async fn delete_claim(h: &Harness, name: &str) {
@@ -675,10 +675,8 @@ async fn exhausted_quota_is_reported_then_served_when_raised() {
             .as_ref()
             .map(|s| s.conditions.clone())
             .unwrap_or_default();
-        conditions::get(&conds, "OpenstackFloatingIPPoolReadyCondition").is_some_and(|c| {
-            c.reason.as_deref() == Some("OpenStackError")
-                && c.message.as_deref().unwrap_or_default().contains("uota")
-        })
+        conditions::get(&conds, "OpenstackFloatingIPPoolReadyCondition")
+            .is_some_and(|c| c.reason == "OpenStackError" && c.message.contains("uota"))
     })
     .await;
     println!("quota: {:?}", p.status.unwrap().conditions);

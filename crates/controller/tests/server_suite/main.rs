@@ -12,4 +12,5 @@ mod bastion;
 mod devices;
 mod faults;
 mod floating_ip_pool;
+mod legacy;
 mod pool_ip;

@@ -169,6 +169,46 @@ async fn invalid_create_is_denied_with_field_causes() {
 }
 
 #[tokio::test]
+async fn server_port_contradicting_its_legacy_port_security_is_denied() {
+    let spec = |port: Value| {
+        let mut spec = machine_spec();
+        spec["identityRef"] = json!({"name": "c", "cloudName": "openstack"});
+        spec["sshKeyName"] = json!("k");
+        spec["ports"] = json!([port]);
+        object("v1alpha1", "OpenStackServer", spec)
+    };
+    let mut call = Call::new("v1alpha1", "OpenStackServer", "CREATE");
+    // A server stored by v0.14 (legacy field only) is fine, and so is agreement.
+    for port in [
+        json!({"disablePortSecurity": true}),
+        json!({"enablePortSecurity": false, "disablePortSecurity": true}),
+    ] {
+        call.object = Some(spec(port));
+        assert!(verdict(&call.review().await).0);
+    }
+    call.object = Some(spec(
+        json!({"enablePortSecurity": false, "disablePortSecurity": false}),
+    ));
+    let (allowed, code, _, causes, message) = verdict(&call.review().await);
+    assert!(!allowed);
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes,
+        vec![(
+            "spec.ports[0].enablePortSecurity".to_owned(),
+            "FieldValueInvalid".to_owned()
+        )]
+    );
+    assert!(
+        message.contains(
+            "spec.ports[0].enablePortSecurity: Invalid value: \"false\": contradicts the \
+             deprecated disablePortSecurity: false"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn update_checks_immutability() {
     let mut call = Call::new("v1beta1", "OpenStackMachine", "UPDATE");
     call.old = Some(object("v1beta1", "OpenStackMachine", machine_spec()));

@@ -8,10 +8,26 @@ pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use schemars::{Schema, SchemaGenerator, json_schema};
 
 /// Schema of a `conditions` list: `metav1.Condition` items, a list-map keyed by `type`.
-pub fn conditions_schema(_: &mut SchemaGenerator) -> Schema {
+pub fn conditions_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = plain_conditions_schema(generator);
+    schema.insert(
+        "description".into(),
+        "Conditions of the object, at most one per type.".into(),
+    );
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["type"]),
+    );
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema
+}
+
+/// Schema of a `conditions` list of `metav1.Condition` items without list semantics (so
+/// atomic): what upstream's v1alpha1 kinds declare since they moved to standard conditions.
+pub fn plain_conditions_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "type": "array",
-        "description": "Conditions of the object, at most one per type.",
+        "description": "Conditions of the object.",
         "items": {
             "type": "object",
             "description": "One observed aspect of the object's state.",
@@ -52,8 +68,6 @@ pub fn conditions_schema(_: &mut SchemaGenerator) -> Schema {
                 }
             },
             "required": ["lastTransitionTime", "message", "reason", "status", "type"]
-        },
-        "x-kubernetes-list-map-keys": ["type"],
-        "x-kubernetes-list-type": "map"
+        }
     })
 }

@@ -344,6 +344,59 @@ fn server_pool_and_identity() {
     );
 }
 
+fn server(ports: Value) -> OpenStackServer {
+    object(
+        "OpenStackServer",
+        "infrastructure.cluster.x-k8s.io/v1alpha1",
+        merged(
+            machine_spec(),
+            json!({"identityRef": {"name": "c", "cloudName": "o"}, "sshKeyName": "k", "ports": ports}),
+        ),
+    )
+}
+
+#[test]
+fn server_port_security_legacy_field_must_agree_with_enable() {
+    let net = json!({"id": NET_ID});
+    // Either field alone, or both agreeing, is accepted (a stored v0.14 server has the legacy
+    // one; the identity's type may be left to its default).
+    for port in [
+        json!({"network": net, "disablePortSecurity": true}),
+        json!({"network": net, "enablePortSecurity": false}),
+        json!({"network": net, "enablePortSecurity": false, "disablePortSecurity": true}),
+        json!({"network": net, "enablePortSecurity": true, "disablePortSecurity": false}),
+    ] {
+        assert_eq!(summary(server(json!([port])).validate_create()), vec![]);
+    }
+    let contradiction = server(
+        json!([{"network": net}, {"network": net, "enablePortSecurity": true, "disablePortSecurity": true}]),
+    );
+    let result = contradiction.validate_create();
+    let message = result
+        .clone()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_eq!(
+        summary(result),
+        one("spec.ports[1].enablePortSecurity", "Invalid")
+    );
+    assert!(
+        message.contains("contradicts the deprecated disablePortSecurity: true"),
+        "{message}"
+    );
+    // Port security off by either field forbids the port's security groups.
+    for port in [
+        json!({"network": net, "disablePortSecurity": true, "securityGroups": [{"id": NET_ID}]}),
+        json!({"network": net, "enablePortSecurity": false, "securityGroups": [{"id": NET_ID}]}),
+    ] {
+        assert_eq!(
+            summary(server(json!([port])).validate_create()),
+            one("spec.ports[0].securityGroups", "Forbidden")
+        );
+    }
+}
+
 #[test]
 fn messages_name_the_field_and_the_reason() {
     let m = machine(merged(
