@@ -77,8 +77,10 @@ spec:
         || async { "timed out waiting for the server to go".to_owned() },
     )
     .await;
+    // Read through the cloud's API, so the test also runs on the real services.
     assert!(
-        !sim_items(&h, "ports")
+        !items(&h, "ports")
+            .await
             .iter()
             .any(|p| p["name"] == "old-bastion-0")
     );
