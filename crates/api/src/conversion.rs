@@ -1,5 +1,5 @@
 //! Lossless conversion of OpenStackCluster, OpenStackClusterTemplate, OpenStackMachine and
-//! OpenStackMachineTemplate between `v1beta1` and `v1beta2` (the hub, and the later storage
+//! OpenStackMachineTemplate between `v1beta1` and `v1beta2` (the hub, and the storage
 //! version).
 //!
 //! [`convert`] is the JSON entry point for the conversion webhook; the typed functions

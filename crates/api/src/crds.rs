@@ -6,8 +6,9 @@
 //! OpenStackCluster, OpenStackClusterTemplate, OpenStackMachine and OpenStackMachineTemplate
 //! serve `v1beta1` and `v1beta2`, converting through the webhook at `/convert`
 //! ([`CONVERSION_SERVICE`] of namespace `system`, which `config/default` renames as it renames
-//! the Service). `v1beta1` stays the storage version while the controllers read and write it:
-//! their reads and watches then never wait on a conversion. Both Cluster API contract labels
+//! the Service). `v1beta2` is the storage version: Cluster API v1.14 and capo's controllers
+//! (which convert in process, see `capo_controller::stored`) read and write it without the
+//! webhook; only `v1beta1` clients wait on a conversion. Both Cluster API contract labels
 //! are set, so Cluster API v1.14 reads them as `v1beta2` (contract v1beta2), and older
 //! releases as `v1beta1`.
 
@@ -26,8 +27,9 @@ use crate::{v1beta1, v1beta2};
 pub const CONVERSION_SERVICE: &str = "webhook-service";
 /// URL path of the conversion webhook.
 pub const CONVERSION_PATH: &str = "/convert";
-/// Version every multi-version CRD stores.
-pub const STORAGE_VERSION: &str = "v1beta1";
+/// Version every multi-version CRD stores: the newest, which Cluster API v1.14 and capo's
+/// controllers read and write without the conversion webhook.
+pub const STORAGE_VERSION: &str = "v1beta2";
 
 /// Every CRD of the provider, in a fixed order.
 pub fn all() -> Vec<CustomResourceDefinition> {

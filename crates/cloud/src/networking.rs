@@ -19,3 +19,10 @@ pub use external::ensure_external_network;
 pub use network::{delete_network, ensure_cluster_network, is_managed_network, node_subnet};
 pub use router::{delete_router, ensure_router};
 pub use security_groups::{SecurityGroups, delete_security_groups, ensure_security_groups};
+
+/// The name a status records for a Neutron resource: its own, or its ID when it has none.
+/// Neutron allows unnamed networks, subnets and routers (pre-existing ones often are), and
+/// the v1beta2 status, which capo stores, requires a non-empty name.
+pub fn status_name(name: String, id: &str) -> String {
+    if name.is_empty() { id.to_owned() } else { name }
+}

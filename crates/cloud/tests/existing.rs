@@ -453,3 +453,44 @@ async fn a_primary_subnet_is_listed_first_and_carries_the_api_vip() {
         created.vip_address
     );
 }
+
+#[tokio::test]
+async fn unnamed_pre_existing_network_subnet_and_router_are_recorded_by_id() {
+    // Neutron allows resources without a name; the v1beta2 status capo stores requires one.
+    let env = env().await;
+    let n: Network = net::create(&env.s, NETWORK, &NetworkCreate::default())
+        .await
+        .unwrap();
+    let body = SubnetCreate {
+        network_id: n.id.clone(),
+        cidr: "10.23.0.0/24".into(),
+        ip_version: 4,
+        ..Default::default()
+    };
+    let sn: Subnet = net::create(&env.s, SUBNET, &body).await.unwrap();
+    let r: Router = net::create(&env.s, ROUTER, &RouterCreate::default())
+        .await
+        .unwrap();
+    assert!(n.name.is_empty() && sn.name.is_empty() && r.name.is_empty());
+    let o = owner("uid-unnamed");
+    let mut spec = managed_spec();
+    spec.managed_subnets.clear();
+    spec.network = Some(NetworkParam {
+        id: Some(n.id.clone()),
+        filter: None,
+    });
+    spec.router = Some(NetworkParam {
+        id: Some(r.id.clone()),
+        filter: None,
+    });
+    let rec = reconcile_fresh(&env, &o, &spec).await.unwrap();
+    let got = rec.network.as_ref().unwrap();
+    assert_eq!(
+        (got.id.as_str(), got.name.as_str()),
+        (n.id.as_str(), n.id.as_str())
+    );
+    assert_eq!(got.subnets[0].name, sn.id);
+    let router = rec.router.as_ref().unwrap();
+    assert_eq!(router.name, r.id);
+    delete(&env, &o, &spec, &rec).await.unwrap();
+}

@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use crate::stored::Stored;
+
 use capo_api::extensions::{ANSIBLE_CONTROL_PLANE_KIND, OpenStackClusterExtensions};
 use capo_api::v1beta1::OpenStackCluster;
 
@@ -38,11 +40,11 @@ fn needs_defaults(osc: &OpenStackCluster, cluster: Option<&Cluster>) -> bool {
 
 /// [`with_defaults`] for the shared object a reconcile receives (cloned only when it changes).
 pub fn with_defaults_arc(
-    osc: Arc<OpenStackCluster>,
+    osc: Arc<Stored<OpenStackCluster>>,
     cluster: Option<&Cluster>,
-) -> Arc<OpenStackCluster> {
+) -> Arc<Stored<OpenStackCluster>> {
     if needs_defaults(&osc, cluster) {
-        Arc::new(with_defaults((*osc).clone(), cluster))
+        Arc::new(Stored(with_defaults(osc.0.clone(), cluster)))
     } else {
         osc
     }

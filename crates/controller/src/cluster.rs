@@ -41,6 +41,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
+use crate::stored::Stored;
 use capo_cloud::Owner;
 
 /// Controller name in metrics and logs.
@@ -62,7 +63,13 @@ pub async fn run(
     Controller::for_shared_stream(trigger, informers.openstack_clusters.store())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .owns_shared_stream(all_changes(informers.openstack_servers.subscribe()))
+        // Owned servers, whichever version their owner reference names.
+        .watches_shared_stream(
+            all_changes(informers.openstack_servers.subscribe()),
+            |oss: Arc<capo_api::v1alpha1::OpenStackServer>| {
+                crate::stored::owners_of::<OpenStackCluster, _>(&*oss)
+            },
+        )
         .watches_shared_stream(
             spec_changes(informers.clusters.subscribe()),
             |c: Arc<Cluster>| {
@@ -75,7 +82,7 @@ pub async fn run(
         // would otherwise be reconciled some fifty times on its way up for nothing).
         .watches_shared_stream(
             all_changes(informers.openstack_machines.subscribe()),
-            move |m: Arc<OpenStackMachine>| {
+            move |m: Arc<Stored<OpenStackMachine>>| {
                 let ns = m.namespace()?;
                 let cluster = m.labels().get(CLUSTER_NAME_LABEL)?;
                 let osc = index.inventory_of(&ns, cluster)?;
@@ -90,12 +97,12 @@ pub async fn run(
 }
 
 /// One reconcile of an OpenStackCluster (public for tests that drive reconciles directly).
-pub async fn reconcile(osc: Arc<OpenStackCluster>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(osc: Arc<Stored<OpenStackCluster>>, ctx: Arc<Context>) -> Result<Action> {
     lifecycle::reconcile(osc, ctx).await
 }
 
 /// One reconcile's view of an OpenStackCluster.
-type Scope<'a> = lifecycle::Scope<'a, OpenStackCluster>;
+type Scope<'a> = lifecycle::Scope<'a, Stored<OpenStackCluster>>;
 
 /// What an OpenStackCluster hangs off.
 pub struct ClusterOwners {
@@ -105,11 +112,12 @@ pub struct ClusterOwners {
     name: String,
 }
 
-impl Reconciled for OpenStackCluster {
+impl Reconciled for Stored<OpenStackCluster> {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = CLUSTER_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = "InvalidSpec";
     lifecycle::status_of!(OpenStackClusterStatus);
+    lifecycle::stored_status!();
     type CloudOwner = Owner;
     type Owners = ClusterOwners;
 

@@ -41,6 +41,10 @@ pub enum Error {
     /// The finalizer helper failed.
     #[error("finalizer: {0}")]
     Finalizer(String),
+    /// The API server is not in the state a step needs yet (for example a CRD's new storage
+    /// version not in effect); retried.
+    #[error("not yet: {0}")]
+    NotYet(String),
 }
 
 impl Error {
@@ -61,6 +65,7 @@ impl Error {
             Error::InvalidSpec(_) => "invalid_spec",
             Error::Serialize { .. } => "serialize",
             Error::Finalizer(_) => "finalizer",
+            Error::NotYet(_) => "not_yet",
         }
     }
 

@@ -49,6 +49,7 @@ use kube::{Client, Resource, ResourceExt};
 
 use crate::capi::{Cluster, Machine};
 use crate::error::{KubeContext, Result};
+use crate::stored::Stored;
 
 /// How long a read waits for a store's first list before falling back to a GET.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -63,9 +64,9 @@ pub struct Informers {
     /// Cluster API Machines.
     pub machines: Informer<Machine>,
     /// OpenStackClusters.
-    pub openstack_clusters: Informer<OpenStackCluster>,
+    pub openstack_clusters: Informer<Stored<OpenStackCluster>>,
     /// OpenStackMachines.
-    pub openstack_machines: Informer<OpenStackMachine>,
+    pub openstack_machines: Informer<Stored<OpenStackMachine>>,
     /// OpenStackServers.
     pub openstack_servers: Informer<OpenStackServer>,
 }

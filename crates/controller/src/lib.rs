@@ -53,6 +53,8 @@ pub mod runtime;
 pub mod server;
 pub mod server_spec;
 pub mod status;
+pub mod storage_migration;
+pub mod stored;
 
 pub use context::{Context, Options};
 pub use error::{Error, Result};

@@ -102,6 +102,19 @@ pub trait Reconciled:
     fn identity_ref(&self) -> Option<OpenStackIdentityReference>;
     /// Ownership of the object's cloud resources.
     fn cloud_owner(&self) -> Self::CloudOwner;
+    /// `status` as the API server stores it (the kinds stored in another version than the one
+    /// the controller works on convert it: [`crate::stored`]).
+    fn wire_status(&self, status: &Self::Status) -> Result<serde_json::Value> {
+        serde_json::to_value(status).map_err(|source| Error::Serialize {
+            what: "status",
+            source,
+        })
+    }
+    /// Whether statuses `a` and `b` are stored alike, so writing one over the other changes
+    /// nothing.
+    fn same_status(&self, a: &Self::Status, b: &Self::Status) -> bool {
+        a == b
+    }
 
     /// Read the owners; `deleting` objects proceed without them.
     fn owners(
@@ -156,6 +169,20 @@ macro_rules! status_of {
     };
 }
 pub(crate) use status_of;
+
+/// The status hooks of a kind stored in v1beta2 and reconciled as v1beta1 ([`crate::stored`]).
+macro_rules! stored_status {
+    () => {
+        fn wire_status(&self, status: &Self::Status) -> Result<serde_json::Value> {
+            crate::stored::wire_status(&self.0, status)
+        }
+
+        fn same_status(&self, a: &Self::Status, b: &Self::Status) -> bool {
+            a == b || crate::stored::same_on_the_wire(&self.0, a, b)
+        }
+    };
+}
+pub(crate) use stored_status;
 
 /// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
 pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
@@ -314,7 +341,8 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// store one event behind this controller's own last write computes that write again: it
     /// is not sent twice ([`Context::written_recently`]).
     pub async fn flush(&mut self) -> Result<()> {
-        if self.status == self.written {
+        if self.obj.same_status(&self.status, &self.written) {
+            self.written = self.status.clone();
             return Ok(());
         }
         let key = self.key();
@@ -327,7 +355,8 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             let changed = self.changed_conditions();
             tracing::debug!(object = %self.object(), ?changed, "writing status");
         }
-        crate::status::apply_status(&self.api, &self.name, &self.status).await?;
+        let wire = self.obj.wire_status(&self.status)?;
+        crate::status::apply_status(&self.api, &self.name, &wire).await?;
         self.ctx.record_write(&key, digest);
         self.written = self.status.clone();
         Ok(())

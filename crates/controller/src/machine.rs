@@ -48,6 +48,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
+use crate::stored::Stored;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachine";
@@ -63,7 +64,13 @@ pub async fn run(
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx))
-        .owns_shared_stream(all_changes(informers.openstack_servers.subscribe()))
+        // Owned servers, whichever version their owner reference names.
+        .watches_shared_stream(
+            all_changes(informers.openstack_servers.subscribe()),
+            |oss: Arc<capo_api::v1alpha1::OpenStackServer>| {
+                crate::stored::owners_of::<OpenStackMachine, _>(&*oss)
+            },
+        )
         .watches_shared_stream(
             spec_changes(informers.machines.subscribe()),
             |m: Arc<Machine>| {
@@ -73,7 +80,7 @@ pub async fn run(
         )
         .watches_shared_stream(
             all_changes(informers.openstack_clusters.subscribe()),
-            move |osc: Arc<OpenStackCluster>| machines_of_cluster(&store, &osc),
+            move |osc: Arc<Stored<OpenStackCluster>>| machines_of_cluster(&store, &osc),
         )
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
@@ -85,9 +92,9 @@ pub async fn run(
 /// Every machine of the cluster of `osc` (its readiness, network and load balancer changes
 /// matter to them all).
 fn machines_of_cluster(
-    store: &Store<OpenStackMachine>,
+    store: &Store<Stored<OpenStackMachine>>,
     osc: &OpenStackCluster,
-) -> Vec<ObjectRef<OpenStackMachine>> {
+) -> Vec<ObjectRef<Stored<OpenStackMachine>>> {
     let ns = osc.namespace();
     let Some(cluster) = osc.cluster_name() else {
         return Vec::new();
@@ -101,12 +108,12 @@ fn machines_of_cluster(
 }
 
 /// One reconcile of an OpenStackMachine (public for tests that drive reconciles directly).
-pub async fn reconcile(osm: Arc<OpenStackMachine>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(osm: Arc<Stored<OpenStackMachine>>, ctx: Arc<Context>) -> Result<Action> {
     lifecycle::reconcile(osm, ctx).await
 }
 
 /// One reconcile's view of an OpenStackMachine.
-type Scope<'a> = lifecycle::Scope<'a, OpenStackMachine>;
+type Scope<'a> = lifecycle::Scope<'a, Stored<OpenStackMachine>>;
 
 /// What an OpenStackMachine hangs off.
 pub struct MachineOwners {
@@ -117,11 +124,12 @@ pub struct MachineOwners {
     control_plane: bool,
 }
 
-impl Reconciled for OpenStackMachine {
+impl Reconciled for Stored<OpenStackMachine> {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = MACHINE_FINALIZER;
     const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
     lifecycle::status_of!(OpenStackMachineStatus);
+    lifecycle::stored_status!();
     type CloudOwner = ();
     type Owners = MachineOwners;
 
@@ -164,7 +172,7 @@ impl Reconciled for OpenStackMachine {
                 .openstack_clusters
                 .get(&ns, n)
                 .await?
-                .map(|o| crate::ansible_driven::with_defaults(o, cluster.as_ref())),
+                .map(|o| crate::ansible_driven::with_defaults(o.0.clone(), cluster.as_ref())),
             None => None,
         };
         let control_plane = machine

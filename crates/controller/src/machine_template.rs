@@ -55,6 +55,7 @@ use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
 use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
 use crate::server::LookupCache;
+use crate::stored::Stored;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachinetemplate";
@@ -64,7 +65,7 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let templates = ctx.watched_api::<OpenStackMachineTemplate>();
+    let templates = ctx.watched_api::<Stored<OpenStackMachineTemplate>>();
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(templates, wc);
     Controller::for_stream(trigger, store.clone())
@@ -82,9 +83,9 @@ pub async fn run(
 
 /// The templates owned by `cluster`.
 fn templates_of_cluster(
-    store: &Store<OpenStackMachineTemplate>,
+    store: &Store<Stored<OpenStackMachineTemplate>>,
     cluster: &Cluster,
-) -> Vec<ObjectRef<OpenStackMachineTemplate>> {
+) -> Vec<ObjectRef<Stored<OpenStackMachineTemplate>>> {
     let ns = cluster.namespace();
     let name = cluster.name_any();
     store
@@ -96,12 +97,15 @@ fn templates_of_cluster(
 }
 
 /// One reconcile of an OpenStackMachineTemplate.
-pub async fn reconcile(osmt: Arc<OpenStackMachineTemplate>, ctx: Arc<Context>) -> Result<Action> {
+pub async fn reconcile(
+    osmt: Arc<Stored<OpenStackMachineTemplate>>,
+    ctx: Arc<Context>,
+) -> Result<Action> {
     lifecycle::reconcile(osmt, ctx).await
 }
 
 /// One reconcile's view of an OpenStackMachineTemplate.
-type Scope<'a> = lifecycle::Scope<'a, OpenStackMachineTemplate>;
+type Scope<'a> = lifecycle::Scope<'a, Stored<OpenStackMachineTemplate>>;
 
 /// What a template hangs off.
 pub struct TemplateOwners {
@@ -109,12 +113,13 @@ pub struct TemplateOwners {
     osc: Option<OpenStackCluster>,
 }
 
-impl Reconciled for OpenStackMachineTemplate {
+impl Reconciled for Stored<OpenStackMachineTemplate> {
     const CONTROLLER: &'static str = CONTROLLER;
     // Nothing is created in the cloud: no finalizer (upstream has none either).
     const FINALIZER: &'static str = "";
     const INVALID_SPEC_REASON: &'static str = INVALID_MACHINE_SPEC;
     lifecycle::status_of!(OpenStackMachineTemplateStatus);
+    lifecycle::stored_status!();
     type CloudOwner = ();
     type Owners = TemplateOwners;
 
@@ -151,7 +156,7 @@ impl Reconciled for OpenStackMachineTemplate {
             .filter(|r| r.kind == "OpenStackCluster")
             .map(|r| r.name.clone())
             .unwrap_or_default();
-        let osc = ctx.informers.openstack_clusters.get(&ns, &osc_name).await?;
+        let osc = (ctx.informers.openstack_clusters.get(&ns, &osc_name).await?).map(|o| o.0);
         Ok(Owners::Found(TemplateOwners { cluster, osc }))
     }
 

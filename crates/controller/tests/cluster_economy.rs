@@ -66,7 +66,7 @@ async fn create_steady_delete_request_counts() {
     h.sim().control().clear_requests();
     let ctx: Arc<capo_controller::Context> = h.ctx().unwrap();
     let osc = h.clusters().get("c1").await.unwrap();
-    capo_controller::cluster::reconcile(Arc::new(osc), ctx)
+    capo_controller::cluster::reconcile(Arc::new(capo_controller::stored::Stored(osc)), ctx)
         .await
         .unwrap();
     let steady = h.requests();

@@ -270,9 +270,12 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
     let osc = h.clusters().get("e1").await.unwrap();
     let ctx =
         capo_controller::Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
-    capo_controller::cluster::reconcile(std::sync::Arc::new(osc), ctx)
-        .await
-        .unwrap();
+    capo_controller::cluster::reconcile(
+        std::sync::Arc::new(capo_controller::stored::Stored(osc)),
+        ctx,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         secret(&h, "e1-ansible")
             .await

@@ -101,6 +101,12 @@ pub fn spawn_all(
             until(stop.clone()),
         )),
     ];
+    // Objects stored by an older release are rewritten in the storage version once; the
+    // controllers do not wait for it (reads convert them meanwhile).
+    tasks.push(tokio::spawn(capo_controller::storage_migration::run(
+        shared.client.clone(),
+        until(stop.clone()),
+    )));
     if let Some(n) = concurrency.machine_template {
         tasks.push(tokio::spawn(capo_controller::machine_template::run(
             shared.context(n),

@@ -81,6 +81,8 @@ pub struct TestEnv {
     /// capo's conversion webhook those CRDs call unless a test points them elsewhere.
     conversion: ConversionServer,
     etcd_log: PathBuf,
+    /// etcd's client port on 127.0.0.1.
+    etcd_port: u16,
     apiserver_log: PathBuf,
     /// The process group of the servers, which the watchdog kills.
     group: u32,
@@ -198,6 +200,7 @@ impl TestEnv {
         );
         Ok(Self {
             etcd_log: etcd.log.clone(),
+            etcd_port,
             apiserver_log: apiserver.log.clone(),
             dir,
             kubeconfig,
@@ -281,6 +284,42 @@ impl TestEnv {
                 .map_err(Error::kube(format!("pointing CRD {name} at port {port}")))?;
         }
         Ok(())
+    }
+
+    /// Installs capo's own CRDs over whatever infrastructure CRDs the environment started with
+    /// (for example upstream v0.14.7's, [`TestEnvOptions::infrastructure_crds`]), converting
+    /// through the environment's webhook server, as an upgrade of the provider installs them.
+    pub async fn install_our_crds(&self) -> Result<Vec<String>> {
+        let mut ours = crds::load(&crds::yaml_files(&paths::our_crd_dir())?)?;
+        for crd in ours.iter_mut().filter(|crd| conversion::converts(crd)) {
+            set_conversion(crd, self.conversion.port, &self.conversion.ca_pem);
+        }
+        crds::install(&self.client(), &ours).await
+    }
+
+    /// What etcd holds for the object `<group>/<plural>/<namespace>/<name>` (the API server's
+    /// key, under `/registry/`), as JSON; `None` when there is no such object. Shows the
+    /// version an object is stored in, which no read through the API server does.
+    pub async fn stored_object(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        let key = match namespace {
+            Some(ns) => format!("/registry/{group}/{plural}/{ns}/{name}"),
+            None => format!("/registry/{group}/{plural}/{name}"),
+        };
+        let Some(bytes) = crate::etcd::get(self.etcd_port, &key).await? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::Api {
+                context: format!("decoding {key} from etcd"),
+                message: e.to_string(),
+            })
     }
 
     /// The port of the environment's own conversion webhook server on `127.0.0.1`.

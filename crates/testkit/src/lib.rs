@@ -25,6 +25,7 @@ mod conversion;
 mod crds;
 mod env;
 mod error;
+mod etcd;
 mod launch;
 pub mod partners;
 pub mod paths;

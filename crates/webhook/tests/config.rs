@@ -362,6 +362,18 @@ async fn allowed(
     resource: &str,
     ns: Option<&str>,
 ) -> bool {
+    allowed_on(client, verb, group, resource, ns, None).await
+}
+
+/// [`allowed`] for the object `name` (rules with `resourceNames`).
+async fn allowed_on(
+    client: &Client,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    ns: Option<&str>,
+    name: Option<&str>,
+) -> bool {
     let (resource, subresource) = match resource.split_once('/') {
         Some((r, s)) => (r, Some(s.to_owned())),
         None => (resource, None),
@@ -379,6 +391,7 @@ async fn allowed(
                 resource: Some(resource.to_owned()),
                 subresource,
                 namespace: ns.map(str::to_owned),
+                name: name.map(str::to_owned),
                 ..ResourceAttributes::default()
             }),
             ..SubjectAccessReviewSpec::default()
@@ -532,6 +545,31 @@ async fn components_pass_a_server_side_dry_run_and_rbac_is_least_privilege() {
             ));
         }
     }
+    // The storage-version migration reads capo's own CRDs and trims their storedVersions;
+    // nothing else on CRDs, and no other CRD.
+    let crds = "apiextensions.k8s.io";
+    let ours = "openstackmachines.infrastructure.cluster.x-k8s.io";
+    let theirs = "machines.cluster.x-k8s.io";
+    let named = [
+        ("get", "customresourcedefinitions", ours, true),
+        ("patch", "customresourcedefinitions/status", ours, true),
+        ("get", "customresourcedefinitions", theirs, false),
+        ("patch", "customresourcedefinitions/status", theirs, false),
+        ("update", "customresourcedefinitions", ours, false),
+        ("patch", "customresourcedefinitions", ours, false),
+        ("delete", "customresourcedefinitions", ours, false),
+    ];
+    for (verb, resource, name, expected) in named {
+        if allowed_on(&client, verb, crds, resource, None, Some(name)).await != expected {
+            wrong.push(format!(
+                "{verb} {crds}/{resource} {name}: expected allowed={expected}"
+            ));
+        }
+    }
+    assert!(
+        !allowed(&client, "list", crds, "customresourcedefinitions", None).await,
+        "CRDs are read by name only"
+    );
     assert!(wrong.is_empty(), "RBAC differs:\n{}", wrong.join("\n"));
 }
 

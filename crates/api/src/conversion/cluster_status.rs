@@ -25,7 +25,8 @@ pub(crate) fn to_v1beta2(
         api_server_managed_load_balancer: opt(
             &s.api_server_load_balancer,
             "status.apiServerLoadBalancer",
-        )?,
+        )?
+        .map(load_balancer_address),
         bastion: s
             .bastion
             .as_ref()
@@ -102,6 +103,16 @@ pub(crate) fn to_v1beta1(
         worker_security_group: opt(&s.worker_security_group, "status.workerSecurityGroup")?,
         extensions: s.extensions.clone(),
     })
+}
+
+/// v1beta1 leaves the load balancer's `ip` empty when it has no floating IP; v1beta2 requires
+/// an address there, so it gets the one the load balancer is reached at, its VIP. The empty
+/// v1beta1 value travels in the conversion data like any other difference.
+fn load_balancer_address(mut lb: v1beta2::LoadBalancer) -> v1beta2::LoadBalancer {
+    if lb.ip.is_empty() {
+        lb.ip = lb.internal_ip.clone();
+    }
+    lb
 }
 
 /// An optional value whose JSON is the same in both versions.

@@ -1,8 +1,6 @@
 //! The API server load balancer itself: lookup, create, adoption, state, cascade delete.
 
-use capo_api::v1beta1::{
-    APIServerLoadBalancer, NetworkStatusWithSubnets, OpenStackClusterSpec, Subnet as SubnetStatus,
-};
+use capo_api::v1beta1::{APIServerLoadBalancer, NetworkStatusWithSubnets, OpenStackClusterSpec};
 use capo_openstack::ErrorKind;
 use capo_openstack::Session;
 use capo_openstack::loadbalancer::{
@@ -120,16 +118,11 @@ pub async fn resolve_lb_network(
         subnets.push(resolve_one::<Subnet>(s, SUBNET, p.id.as_deref(), f).await?);
     }
     Ok(NetworkStatusWithSubnets {
+        name: crate::networking::status_name(net.name, &net.id),
         id: net.id,
-        name: net.name,
         subnets: subnets
             .into_iter()
-            .map(|sn| SubnetStatus {
-                cidr: sn.cidr,
-                id: sn.id,
-                name: sn.name,
-                tags: sn.tags,
-            })
+            .map(crate::networking::network::subnet_status)
             .collect(),
         tags: net.tags,
     })

@@ -62,8 +62,8 @@ pub async fn find_external_network(
         }
     };
     Ok(Some(NetworkStatus {
+        name: super::status_name(found.name, &found.id),
         id: found.id,
-        name: found.name,
         tags: found.tags,
     }))
 }

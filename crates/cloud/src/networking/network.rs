@@ -115,18 +115,19 @@ async fn ensure_managed_network(
         ensure_subnet(s, owner, subnet_spec, &network.id, recorded_subnet).await?
     };
     Ok(NetworkStatusWithSubnets {
+        name: super::status_name(network.name, &network.id),
         id: network.id,
-        name: network.name,
         subnets: vec![subnet_status(subnet)],
         tags: network.tags,
     })
 }
 
-fn subnet_status(s: Subnet) -> SubnetStatus {
+/// A subnet as the status records it.
+pub(crate) fn subnet_status(s: Subnet) -> SubnetStatus {
     SubnetStatus {
         cidr: s.cidr,
+        name: super::status_name(s.name, &s.id),
         id: s.id,
-        name: s.name,
         tags: s.tags,
     }
 }
@@ -330,8 +331,8 @@ pub async fn resolve_existing_network(
         }
     }
     Ok(NetworkStatusWithSubnets {
+        name: super::status_name(network.name, &network.id),
         id: network.id,
-        name: network.name,
         subnets: subnets.into_iter().map(subnet_status).collect(),
         tags: network.tags,
     })

@@ -69,9 +69,9 @@ fn router_status(router: Router) -> RouterStatus {
         .filter_map(|ip| ip.ip_address.clone())
         .collect();
     RouterStatus {
+        name: super::status_name(router.name, &router.id),
         id: router.id,
         ips,
-        name: router.name,
         tags: router.tags,
     }
 }

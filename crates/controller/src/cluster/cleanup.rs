@@ -19,6 +19,7 @@ use super::Scope;
 use super::bastion::remove_bastion;
 use crate::capi::Machine;
 use crate::error::{KubeContext, Result};
+use crate::stored::Stored;
 
 /// Delete everything of the cluster (Done once nothing is left).
 pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Progress> {
@@ -94,7 +95,7 @@ async fn machines_left(scope: &Scope<'_>, cluster: &str) -> Result<Option<String
         .list_metadata(&lp)
         .await
         .kctx(|| format!("list Machines of cluster {cluster}"))?;
-    let infra = Api::<OpenStackMachine>::namespaced(scope.ctx.client.clone(), ns)
+    let infra = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.client.clone(), ns)
         .list_metadata(&lp)
         .await
         .kctx(|| format!("list OpenStackMachines of cluster {cluster}"))?;

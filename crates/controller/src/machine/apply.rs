@@ -106,8 +106,13 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
     if !st.ready {
         let was_ready = scope.status.ready == Some(true);
         scope.status.ready = Some(false);
-        let state = instance_state(&st)
-            .unwrap_or_else(|| State::info(INSTANCE_NOT_READY, SERVER_REQUESTED));
+        let state = match instance_state(&st) {
+            // The instance is up but the server waits on something else (a pool address):
+            // the machine is not ready, whatever InstanceReady says.
+            Some(State::True) => pending_server_state(&st),
+            Some(s) => s,
+            None => State::info(INSTANCE_NOT_READY, SERVER_REQUESTED),
+        };
         // Written when the server stops (ERROR, a refused request) or a ready machine loses
         // its server's readiness; a server on its way (BUILD) is not mirrored, as upstream's
         // machine status is first written at Ready: the OpenStackServer shows the progress, and
@@ -172,14 +177,29 @@ fn instance_state(st: &OpenStackServerStatus) -> Option<State> {
     Some(if c.status() == "True" {
         State::True
     } else {
-        let reason = c.reason().unwrap_or(INSTANCE_NOT_READY);
-        let message = c.message().unwrap_or_default().to_owned();
-        match c.severity() {
-            Some("Error") => State::error(reason, message),
-            Some("Warning") => State::warning(reason, message),
-            _ => State::info(reason, message),
-        }
+        not_ready(c)
     })
+}
+
+/// A server condition that is not True, as a desired state of the machine.
+fn not_ready(c: &impl Entry) -> State {
+    let reason = c.reason().unwrap_or(INSTANCE_NOT_READY);
+    let message = c.message().unwrap_or_default().to_owned();
+    match c.severity() {
+        Some("Error") => State::error(reason, message),
+        Some("Warning") => State::warning(reason, message),
+        _ => State::info(reason, message),
+    }
+}
+
+/// What a server whose instance is ACTIVE but which is not ready yet waits for: its first
+/// condition that is not True, else a generic wait.
+fn pending_server_state(st: &OpenStackServerStatus) -> State {
+    st.conditions
+        .iter()
+        .find(|c| c.status() != "True")
+        .map(not_ready)
+        .unwrap_or_else(|| State::info(INSTANCE_NOT_READY, "waiting for the server to be ready"))
 }
 
 fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) -> Result<()> {

@@ -16,6 +16,7 @@ use super::ingress::{self, Mode};
 use crate::conditions::{self, State};
 use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};
+use crate::stored::Stored;
 
 /// Reason of APIServerIngressReady once the machine no longer receives API traffic.
 const INGRESS_REMOVED: &str = "Removed";
@@ -169,7 +170,7 @@ async fn successor_port(scope: &Scope<'_>, cluster: &str) -> Result<Option<Strin
     let lp = ListParams::default().labels(&format!(
         "{CLUSTER_NAME_LABEL}={cluster},{CONTROL_PLANE_LABEL}"
     ));
-    let machines = Api::<OpenStackMachine>::namespaced(scope.ctx.client.clone(), ns)
+    let machines = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.client.clone(), ns)
         .list(&lp)
         .await
         .kctx(|| format!("list control-plane OpenStackMachines of {cluster}"))?;

@@ -112,8 +112,8 @@ async fn network(scope: &mut Scope<'_>, s: &Session) -> Result<NetworkStatus> {
     };
     // Same fields as the cloud's v1beta1 form; v1beta2's schema only bounds them.
     let n = NetworkStatus {
+        name: capo_cloud::networking::status_name(n.name, &n.id),
         id: n.id,
-        name: n.name,
         tags: n.tags,
     };
     scope.status.floating_ip_network = Some(n.clone());

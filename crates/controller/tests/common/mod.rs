@@ -71,6 +71,10 @@ pub fn fast_delays() -> Delays {
 impl Harness {
     /// A namespace, a simulator and an identity Secret `cloud-config` (cloud `openstack`).
     pub async fn new(prefix: &str) -> Harness {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         capo_openstack::tls::ensure_crypto_provider();
         let env = capo_testkit::shared_env().await.expect("test environment");
         let client = env.client();

@@ -122,21 +122,23 @@ async fn server_deleted_behind_our_back_is_reported_as_instance_deleted() {
     capo_openstack::compute::delete_server(&s, &id)
         .await
         .unwrap();
+    // Stored in v1beta2, which has no failureReason/failureMessage: the Ready condition
+    // carries the terminal reason (Cluster API's v1beta2 contract).
     let m = wait_machine(&h, "w-oob", 30, "InstanceDeleted", |m| {
-        m.status
-            .as_ref()
-            .is_some_and(|s| s.failure_reason.is_some())
+        m.status.as_ref().is_some_and(|s| {
+            conditions::get(&s.conditions, "Ready")
+                .is_some_and(|c| c.reason.as_deref() == Some("InstanceDeleted"))
+        })
     })
     .await;
     let st = m.status.unwrap();
     assert_eq!(st.ready, Some(false));
     let ready = conditions::get(&st.conditions, "Ready").unwrap();
-    assert_eq!(
-        ready.reason.as_deref(),
-        Some("InstanceDeleted"),
+    assert_eq!(ready.status, "False", "{ready:?}");
+    assert!(
+        ready.message.as_deref().unwrap_or_default().contains(&id),
         "{ready:?}"
     );
-    assert!(st.failure_message.unwrap().contains(&id));
     let inst = conditions::get(&st.conditions, "InstanceReady").unwrap();
     assert_eq!(inst.reason.as_deref(), Some("InstanceDeleted"));
     assert_eq!(

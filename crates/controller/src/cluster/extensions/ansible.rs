@@ -29,7 +29,7 @@ async fn machines(scope: &Scope<'_>) -> Result<Vec<OpenStackMachine>> {
         .openstack_machines
         .list_labelled(&scope.owner.namespace, CLUSTER_NAME_LABEL, &cluster)
         .await?;
-    Ok(list.iter().map(|m| (**m).clone()).collect())
+    Ok(list.iter().map(|m| m.0.clone()).collect())
 }
 
 /// Render and write the Secret when its content changed; set ExtensionsReady.
