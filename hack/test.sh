@@ -84,6 +84,12 @@ step "benchmark, small setting: upstream CAPO v0.14.7 and capo side by side, no 
 CAPO_BENCH_PROFILE=debug hack/bench.sh --clusters 1 --machines 2 --control-plane 1 \
   --server-build-ms 500 --lb-provision-ms 500 --lb-update-ms 200 --lb-delete-ms 200 --steady-s 5 --timeout-s 300
 
+step "takeover: upstream CAPO v0.14.7 builds a cluster, capo replaces it in place (docs/migrating-from-upstream.md)"
+# Storage migrated to v1beta2, every machine still ready, nothing created or deleted in the cloud,
+# then capo deletes the cluster without a leak.
+CAPO_BENCH_PROFILE=debug hack/bench.sh --takeover --clusters 1 --machines 2 --control-plane 1 \
+  --server-build-ms 500 --lb-provision-ms 500 --lb-update-ms 200 --lb-delete-ms 200 --steady-s 5 --timeout-s 300
+
 step "end to end: real Cluster API controllers and clusterctl drive capo on capo-sim (docs/testing.md)"
 CAPO_CAPI_BUILD_DIR="$capi_build_dir" hack/e2e.sh
 

@@ -162,6 +162,26 @@ impl Cloud {
         r
     }
 
+    /// The project's resources: IDs by collection, sorted.
+    pub fn inventory(&self) -> BTreeMap<String, Vec<String>> {
+        let state = self.sim.control().state(Some(&self.project_id));
+        let Value::Object(collections) = state else {
+            return BTreeMap::new();
+        };
+        collections
+            .into_iter()
+            .filter_map(|(collection, items)| {
+                let mut ids: Vec<String> = items
+                    .as_array()?
+                    .iter()
+                    .filter_map(|i| i.get("id").and_then(Value::as_str).map(str::to_owned))
+                    .collect();
+                ids.sort();
+                (!ids.is_empty()).then_some((collection, ids))
+            })
+            .collect()
+    }
+
     /// Fails with what is left when the project holds anything but its default security group.
     pub fn check_empty(&self) -> Result<()> {
         let state = self.sim.control().state(Some(&self.project_id));

@@ -100,6 +100,28 @@ pub struct ClusterPlay<'a> {
     pub timeout: Duration,
 }
 
+impl<'a> ClusterPlay<'a> {
+    /// The scenario's clusters, as `settings` sizes them, on `cloud`.
+    pub fn all(
+        objects: &'a Objects,
+        observer: &'a Observer,
+        cloud: &crate::cloud::Cloud,
+        settings: &crate::settings::Settings,
+    ) -> Vec<Self> {
+        (0..settings.cluster_count())
+            .map(|index| ClusterPlay {
+                objects,
+                observer,
+                index,
+                clouds_yaml: cloud.clouds_yaml(index),
+                machines: settings.machines,
+                control_plane: settings.control_plane,
+                timeout: Duration::from_secs(settings.timeout_s),
+            })
+            .collect()
+    }
+}
+
 fn object(value: Value) -> Result<DynamicObject> {
     serde_json::from_value(value).context("building an object")
 }

@@ -9,6 +9,7 @@ mod procfs;
 mod report;
 mod run;
 mod settings;
+mod takeover;
 
 use std::process::ExitCode;
 
@@ -31,6 +32,18 @@ async fn main() -> ExitCode {
         }
     };
     println!("{}\n", settings.describe());
+    if settings.takeover {
+        return match takeover::run(&settings).await {
+            Ok(report) => {
+                println!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("capo-bench: takeover FAILED: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mut runs = Vec::new();
     let mut failed = false;
     for kind in kinds {

@@ -21,7 +21,7 @@ use crate::procfs;
 use crate::settings::Settings;
 
 /// The Kubernetes user the manager runs as, to tell its requests apart in the audit log.
-const MANAGER_USER: &str = "capo-bench-manager";
+pub(crate) const MANAGER_USER: &str = "capo-bench-manager";
 
 /// Everything measured in one run.
 #[derive(Debug, Clone)]
@@ -70,7 +70,7 @@ pub async fn run(kind: Kind, settings: &Settings) -> Result<Figures> {
     let env = TestEnv::start_with(options)
         .await
         .context("starting kube-apiserver")?;
-    let dir = work_dir(kind)?;
+    let dir = work_dir(kind.name())?;
     let result = measure(kind, settings, &env, &dir).await;
     let keep = settings.keep || result.is_err();
     if keep {
@@ -88,10 +88,11 @@ pub async fn run(kind: Kind, settings: &Settings) -> Result<Figures> {
     result
 }
 
-fn work_dir(kind: Kind) -> Result<PathBuf> {
+/// A fresh directory for the run's files (logs, kubeconfig), named after `what`.
+pub(crate) fn work_dir(what: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!(
         "capo-bench-{}-{}-{}",
-        kind.name(),
+        what,
         std::process::id(),
         Utc::now().format("%H%M%S")
     ));
@@ -131,17 +132,7 @@ async fn measure(
         peaks.clone(),
     ));
 
-    let plays: Vec<ClusterPlay<'_>> = (0..s.cluster_count())
-        .map(|index| ClusterPlay {
-            objects: &objects,
-            observer: &observer,
-            index,
-            clouds_yaml: cloud.clouds_yaml(index),
-            machines: s.machines,
-            control_plane: s.control_plane,
-            timeout,
-        })
-        .collect();
+    let plays = ClusterPlay::all(&objects, &observer, &cloud, s);
 
     // Create: every cluster at once, each adding its machines when its infrastructure is ready.
     let t0 = Instant::now();
@@ -247,7 +238,10 @@ async fn measure(
 }
 
 /// Runs `work`, failing as soon as the manager exits.
-async fn guard<T>(manager: &mut Manager, work: impl Future<Output = Result<T>>) -> Result<T> {
+pub(crate) async fn guard<T>(
+    manager: &mut Manager,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
     let watch = async {
         loop {
             tokio::time::sleep(Duration::from_secs(1)).await;

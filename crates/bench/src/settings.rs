@@ -78,6 +78,10 @@ pub struct Settings {
     /// capo's manager binary.
     #[arg(long, env = "CAPO_MANAGER_BIN")]
     pub capo_manager: PathBuf,
+    /// Instead of the side-by-side runs: upstream creates the clusters, then capo takes them over
+    /// in place (capo's CRDs replace upstream's, storage migrated), and deletes them.
+    #[arg(long)]
+    pub takeover: bool,
     /// Keep each run's directory (manager log, audit log) and print where it is.
     #[arg(long)]
     pub keep: bool,

@@ -656,3 +656,49 @@ async fn lost_replies_on_child_creates_leave_one_of_each() {
     }
     assert!(items(&env, "loadbalancers")[0]["provisioning_status"] == "ACTIVE");
 }
+
+#[tokio::test]
+async fn upstreams_api_floating_ip_is_adopted_and_deleted_with_the_cluster() {
+    // Upstream CAPO v0.14 allocated the API floating IP (its description, no capo tag) and put
+    // it on the VIP port; capo takes it over instead of allocating another one, and deletes it
+    // with the cluster as upstream would have.
+    let spec = lb_spec(APIServerLoadBalancer::default());
+    let (env, o, c, l) = converged(&spec).await;
+    let ext = c.rec.external.as_ref().unwrap().id.clone();
+    let theirs: capo_openstack::network::FloatingIp = capo_openstack::network::create(
+        &env.s,
+        capo_openstack::network::FLOATING_IP,
+        &capo_openstack::network::FloatingIpCreate {
+            floating_network_id: ext,
+            port_id: Some(l.vip_port_id.clone()),
+            description: Some(format!(
+                "Created by cluster-api-provider-openstack cluster {}-{}",
+                o.namespace, o.name
+            )),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let fip = api_fip(&env, &o, &spec, &c, &l, None).await;
+    assert_eq!(fip.id, theirs.id, "adopted, not allocated again");
+    assert!(fip.ours);
+    let fips = items(&env, "floatingips");
+    assert_eq!(fips.len(), 1);
+    assert_eq!(
+        fips[0]["description"].as_str(),
+        Some(fip::description(&o, fip::Purpose::ApiServer).as_str())
+    );
+    assert!(
+        fips[0]["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == o.tag().as_str())
+    );
+    delete_api_fips(&env, &o, &spec).await;
+    assert!(
+        items(&env, "floatingips").is_empty(),
+        "deleted with the cluster"
+    );
+}

@@ -126,12 +126,14 @@ pub async fn ensure_floating_ip(
     if let Some(addr) = wanted.or(recorded_ip.filter(|a| !a.is_empty())) {
         let f = ListFilter::default().with("floating_ip_address", addr);
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            let fip = adopt(s, owner, purpose, wanted, fip).await?;
             return Ok(wrap(owner, purpose, wanted, fip));
         }
     }
     if !vip_port_id.is_empty() {
         let f = ListFilter::default().with("port_id", vip_port_id);
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
+            let fip = adopt(s, owner, purpose, wanted, fip).await?;
             return Ok(wrap(owner, purpose, wanted, fip));
         }
     }
@@ -176,6 +178,42 @@ pub async fn ensure_floating_ip(
             .ctx(|| format!("tag floating IP {}", fip.id))?;
     }
     Ok(wrap(owner, purpose, wanted, fip))
+}
+
+/// The description upstream CAPO v0.14 gives the floating IPs it allocates for a cluster, the
+/// API server's and the bastion's alike.
+fn upstream_description(owner: &Owner) -> String {
+    format!(
+        "Created by cluster-api-provider-openstack cluster {}-{}",
+        owner.namespace, owner.name
+    )
+}
+
+/// A floating IP upstream allocated for this cluster, found where `purpose`'s belongs (the
+/// address in status, or on the port), becomes ours: capo's description for `purpose` and the
+/// ownership tags, so that deleting the cluster deletes it, as upstream would have. Anything
+/// else, a user-requested address above all, comes back unchanged.
+async fn adopt(
+    s: &Session,
+    owner: &Owner,
+    purpose: Purpose,
+    wanted: Option<&str>,
+    fip: FloatingIp,
+) -> Result<FloatingIp> {
+    if wanted.is_some() || fip.description != upstream_description(owner) {
+        return Ok(fip);
+    }
+    tracing::info!(id = %fip.id, purpose = purpose.what(), "adopting the floating IP upstream allocated");
+    let changes = serde_json::json!({"description": description(owner, purpose)});
+    let adopted: FloatingIp = net::update(s, FLOATING_IP, &fip.id, changes)
+        .await
+        .ctx(|| format!("adopt floating IP {}", fip.id))?;
+    if let Some(tags) = owner.missing_tags(&adopted.tags) {
+        net::replace_tags(s, FLOATING_IP, &adopted.id, &tags)
+            .await
+            .ctx(|| format!("tag floating IP {}", adopted.id))?;
+    }
+    Ok(adopted)
 }
 
 /// Associate the floating IP with `port_id` (no request when it already is).
