@@ -1,7 +1,7 @@
 //! Storage-version migration of capo's CRDs, run by the leader when it starts.
 //!
-//! A CRD whose storage version changed (v1beta1 → v1beta2 when capo 0.3's CRDs replace capo
-//! 0.2's or upstream v0.14's) still lists the old version in `status.storedVersions`, and etcd
+//! A CRD whose storage version changed (v1beta1 → v1beta2 when these CRDs replace those of an
+//! earlier capo or of upstream v0.14) still lists the old version in `status.storedVersions`, and etcd
 //! still holds every object written before in that version. The API server converts them on
 //! each read, but the old version can never be dropped from the CRD while any object is stored
 //! in it. So, as the Kubernetes documentation prescribes (and as clusterctl and Cluster API's
