@@ -30,27 +30,12 @@ netns_builds
 cargo test --locked -p capo-e2e -p capo-testkit -p capo-demo --test scenarios --test move --test ansible --test capi --test demo --no-run
 
 netns_exec bash -c '
-  tests=(cargo test --offline --locked --no-fail-fast -p capo-e2e -p capo-demo)
-  if [[ $# != 0 ]]; then
-    exec "${tests[@]}" --test scenarios --test move --test ansible --test demo -- --test-threads 1 --nocapture "$@"
+  if [[ $# == 0 ]]; then
+    # The test kit'"'"'s own check of the Cluster API launcher (conversion and admission webhooks).
+    cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
   fi
-  # The test kit'"'"'s own check of the Cluster API launcher (conversion and admission webhooks).
-  cargo test --offline --locked -p capo-testkit --test capi -- --nocapture
-  # Each test binary is a process with its own management cluster(s): scenarios.rs shares one
-  # among its scenarios (run one at a time, so each one'"'"'s figures are its own), move.rs
-  # (clusterctl move) has a source and a target, ansible.rs one with the Ansible providers; the
-  # demo test runs the capo-demo binary (hack/demo.sh), which starts its own. Two lanes run side
-  # by side, scenarios.rs and the others in turn: most of each lane is waiting on Cluster API'"'"'s
-  # and the simulated cloud'"'"'s pace, and it keeps the tier about five minutes shorter. The second
-  # lane'"'"'s output is printed after the first'"'"'s.
-  lane="$(mktemp -t capo-e2e-lane.XXXXXX)"
-  "${tests[@]}" --test move --test ansible --test demo -- --test-threads 1 --nocapture >"$lane" 2>&1 &
-  other=$!
-  status=0
-  "${tests[@]}" --test scenarios -- --test-threads 1 --nocapture || status=$?
-  wait "$other" || status=$?
-  echo "--- move, ansible and demo (run beside the scenarios) ---"
-  cat "$lane"
-  rm -f "$lane"
-  exit "$status"
+  # Each test binary is a process with its own management cluster(s): scenarios.rs shares one,
+  # move.rs (clusterctl move) has a source and a target of its own, ansible.rs one with the
+  # Ansible providers; the demo test runs the capo-demo binary (hack/demo.sh), which starts its own.
+  exec cargo test --offline --locked --no-fail-fast -p capo-e2e -p capo-demo --test scenarios --test move --test ansible --test demo -- --test-threads 1 --nocapture "$@"
 ' e2e "$@"
