@@ -545,7 +545,7 @@ async fn components_pass_a_server_side_dry_run_and_rbac_is_least_privilege() {
             ));
         }
     }
-    // The storage-version migration reads capo's own CRDs and trims their storedVersions;
+    // The storage-version migration reads capo's two-version CRDs and trims their storedVersions;
     // nothing else on CRDs, and no other CRD.
     let crds = "apiextensions.k8s.io";
     let ours = "openstackmachines.infrastructure.cluster.x-k8s.io";
@@ -554,6 +554,12 @@ async fn components_pass_a_server_side_dry_run_and_rbac_is_least_privilege() {
         ("get", "customresourcedefinitions", ours, true),
         ("patch", "customresourcedefinitions/status", ours, true),
         ("get", "customresourcedefinitions", theirs, false),
+        (
+            "get",
+            "customresourcedefinitions",
+            "openstackservers.infrastructure.cluster.x-k8s.io",
+            false,
+        ),
         ("patch", "customresourcedefinitions/status", theirs, false),
         ("update", "customresourcedefinitions", ours, false),
         ("patch", "customresourcedefinitions", ours, false),
