@@ -97,5 +97,74 @@ pub use limits::MAX_DEPTH;
 pub use machine::{machine_to_v1beta1, machine_to_v1beta2};
 pub use machine_template::{machine_template_to_v1beta1, machine_template_to_v1beta2};
 
+/// A v1beta1 kind that is stored as v1beta2, read by a client in this process.
+pub trait StoredForm: Sized {
+    /// The kind's type in the storage version.
+    type Stored: serde::de::DeserializeOwned;
+    /// `stored` in this version: the plain conversion, or the full one when the object
+    /// carries conversion data to restore.
+    fn from_stored(stored: Self::Stored) -> Result<Self, ConversionError>;
+}
+
+macro_rules! stored_form {
+    ($($old:ty => $new:ty, $pair:ty);* $(;)?) => {$(
+        impl StoredForm for $old {
+            type Stored = $new;
+            fn from_stored(stored: Self::Stored) -> Result<Self, ConversionError> {
+                engine::read_down::<$pair>(stored)
+            }
+        }
+    )*};
+}
+
+stored_form! {
+    crate::v1beta1::OpenStackCluster => crate::v1beta2::OpenStackCluster, cluster::Cluster;
+    crate::v1beta1::OpenStackClusterTemplate => crate::v1beta2::OpenStackClusterTemplate,
+        cluster_template::ClusterTemplate;
+    crate::v1beta1::OpenStackMachine => crate::v1beta2::OpenStackMachine, machine::Machine;
+    crate::v1beta1::OpenStackMachineTemplate => crate::v1beta2::OpenStackMachineTemplate,
+        machine_template::MachineTemplate;
+}
+
+/// A kind stored as v1beta2 whose status a client in this process writes in v1beta1's form.
+pub trait StoredStatus: StoredForm {
+    /// The kind's v1beta1 status.
+    type Status;
+    /// The kind's status in the storage version.
+    type WireStatus: serde::Serialize;
+    /// `status` of an object at `generation` as the status subresource stores it: the plain
+    /// conversion. What only v1beta1 can hold (condition severities, `failureReason`) has
+    /// nowhere to go, since the status subresource writes no annotation; what v1beta2
+    /// cannot express at all is refused, naming the field.
+    fn status_to_stored(
+        status: &Self::Status,
+        generation: Option<i64>,
+    ) -> Result<Self::WireStatus, ConversionError>;
+}
+
+macro_rules! stored_status {
+    ($($old:ty => $status:ty, $wire:ty, $convert:path);* $(;)?) => {$(
+        impl StoredStatus for $old {
+            type Status = $status;
+            type WireStatus = $wire;
+            fn status_to_stored(
+                status: &Self::Status,
+                generation: Option<i64>,
+            ) -> Result<Self::WireStatus, ConversionError> {
+                $convert(status, generation)
+            }
+        }
+    )*};
+}
+
+stored_status! {
+    crate::v1beta1::OpenStackCluster => crate::v1beta1::OpenStackClusterStatus,
+        crate::v1beta2::OpenStackClusterStatus, cluster_status::to_v1beta2;
+    crate::v1beta1::OpenStackMachine => crate::v1beta1::OpenStackMachineStatus,
+        crate::v1beta2::OpenStackMachineStatus, machine_status::to_v1beta2;
+    crate::v1beta1::OpenStackMachineTemplate => crate::v1beta1::OpenStackMachineTemplateStatus,
+        crate::v1beta2::OpenStackMachineTemplateStatus, machine_status::template_to_v1beta2;
+}
+
 #[cfg(test)]
 mod tests;

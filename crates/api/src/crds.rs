@@ -31,6 +31,17 @@ pub const CONVERSION_PATH: &str = "/convert";
 /// controllers read and write without the conversion webhook.
 pub const STORAGE_VERSION: &str = "v1beta2";
 
+/// Names of the CRDs that serve two versions (v1beta1 and v1beta2), known without generating
+/// their schemas (which [`all`] does, and which a running manager has no other use for).
+pub fn two_version_names() -> [&'static str; 4] {
+    [
+        v1beta1::OpenStackCluster::crd_name(),
+        v1beta1::OpenStackClusterTemplate::crd_name(),
+        v1beta1::OpenStackMachine::crd_name(),
+        v1beta1::OpenStackMachineTemplate::crd_name(),
+    ]
+}
+
 /// Every CRD of the provider, in a fixed order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     let mut crds = vec![

@@ -17,7 +17,9 @@
 
 mod common;
 
-use capo_api::conversion::{CONVERSION_DATA_ANNOTATION, ConversionError, MAX_DEPTH, convert};
+use capo_api::conversion::{
+    CONVERSION_DATA_ANNOTATION, ConversionError, MAX_DEPTH, StoredForm, StoredStatus, convert,
+};
 use capo_api::{v1beta1, v1beta2};
 use common::json_values::{apply_defaults, differences};
 use common::schema_diff::load_yaml;
@@ -598,6 +600,119 @@ fn generated_v1beta1_objects_round_trip() {
 #[test]
 fn generated_v1beta2_objects_round_trip() {
     generated_objects_round_trip("v1beta2");
+}
+
+/// What a reader in the process makes of a stored (v1beta2) object with
+/// [`StoredForm::from_stored`] is what the webhook's conversion serves, less the conversion data
+/// annotation: for objects written as v1beta2 (no conversion data, the plain conversion) and
+/// for objects written as v1beta1 and stored as v1beta2 (conversion data, restored).
+fn read_in_process_as_served<T>(kind: &'static str)
+where
+    T: StoredForm + DeserializeOwned + serde::Serialize,
+{
+    for written in ["v1beta1", "v1beta2"] {
+        let mut runner = runner(48);
+        let result = runner.run(&object_strategy_for(kind, written), |doc| {
+            prop_assume!(normalized(&doc).is_ok());
+            let stored = convert(V2, doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let served =
+                convert(V1, stored.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let typed: T::Stored =
+                serde_json::from_value(stored).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let read = T::from_stored(typed).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let without_data = |v: Value| -> Result<Value, TestCaseError> {
+                let mut v = through::<T>(&v).map_err(TestCaseError::fail)?;
+                if let Some(a) = v
+                    .pointer_mut("/metadata/annotations")
+                    .and_then(Value::as_object_mut)
+                {
+                    a.remove(CONVERSION_DATA_ANNOTATION);
+                    if a.is_empty() {
+                        v["metadata"]
+                            .as_object_mut()
+                            .map(|m| m.remove("annotations"));
+                    }
+                }
+                Ok(v)
+            };
+            let read =
+                serde_json::to_value(&read).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(without_data(read)?, without_data(served)?);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{kind} written as {written}: {e}");
+        }
+    }
+}
+
+#[test]
+fn stored_objects_read_in_process_as_the_webhook_serves_them() {
+    read_in_process_as_served::<v1beta1::OpenStackCluster>("OpenStackCluster");
+    read_in_process_as_served::<v1beta1::OpenStackClusterTemplate>("OpenStackClusterTemplate");
+    read_in_process_as_served::<v1beta1::OpenStackMachine>("OpenStackMachine");
+    read_in_process_as_served::<v1beta1::OpenStackMachineTemplate>("OpenStackMachineTemplate");
+}
+
+/// The status a client in this process writes ([`StoredStatus::status_to_stored`], the plain
+/// conversion) is the status the full conversion stores for the same object.
+fn status_written_as_stored<T>(kind: &'static str)
+where
+    T: StoredStatus + DeserializeOwned + kube::Resource,
+    T: HasStatus<<T as StoredStatus>::Status>,
+{
+    let mut runner = runner(48);
+    let result = runner.run(&object_strategy_for(kind, "v1beta1"), |mut doc| {
+        prop_assume!(normalized(&doc).is_ok());
+        // The status subresource writes no annotation, so there is no conversion data to restore.
+        doc["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("annotations"));
+        let typed: T =
+            serde_json::from_value(doc.clone()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let Some(status) = typed.status_of() else {
+            return Ok(());
+        };
+        let full = convert(V2, doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let plain = T::status_to_stored(status, typed.meta().generation)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let plain = serde_json::to_value(plain).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(plain, full["status"].clone());
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{kind}: {e}");
+    }
+}
+
+/// The status of a kind, for [`status_written_as_stored`].
+trait HasStatus<S> {
+    fn status_of(&self) -> Option<&S>;
+}
+
+impl HasStatus<v1beta1::OpenStackClusterStatus> for v1beta1::OpenStackCluster {
+    fn status_of(&self) -> Option<&v1beta1::OpenStackClusterStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl HasStatus<v1beta1::OpenStackMachineStatus> for v1beta1::OpenStackMachine {
+    fn status_of(&self) -> Option<&v1beta1::OpenStackMachineStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl HasStatus<v1beta1::OpenStackMachineTemplateStatus> for v1beta1::OpenStackMachineTemplate {
+    fn status_of(&self) -> Option<&v1beta1::OpenStackMachineTemplateStatus> {
+        self.status.as_ref()
+    }
+}
+
+#[test]
+fn status_written_in_process_is_what_the_full_conversion_stores() {
+    status_written_as_stored::<v1beta1::OpenStackCluster>("OpenStackCluster");
+    status_written_as_stored::<v1beta1::OpenStackMachine>("OpenStackMachine");
+    status_written_as_stored::<v1beta1::OpenStackMachineTemplate>("OpenStackMachineTemplate");
 }
 
 /// Conversion data meant for one object, found on another (the object changed in the other

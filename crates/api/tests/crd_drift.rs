@@ -23,6 +23,19 @@ fn checked_in_crds_match_the_types() {
 }
 
 #[test]
+fn two_version_names_are_the_crds_serving_two_versions() {
+    let generated: Vec<String> = capo_api::crds::all()
+        .into_iter()
+        .filter(|crd| crd.spec.versions.len() > 1)
+        .filter_map(|crd| crd.metadata.name)
+        .collect();
+    assert_eq!(
+        generated,
+        capo_api::crds::two_version_names().map(str::to_owned)
+    );
+}
+
+#[test]
 fn rendering_is_deterministic() {
     let first: Vec<String> = capo_api::crds::all()
         .iter()

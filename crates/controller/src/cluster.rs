@@ -62,7 +62,7 @@ pub async fn run(
     let trigger = primary_changes(&ctx, informers.openstack_clusters.subscribe());
     Controller::for_shared_stream(trigger, informers.openstack_clusters.store())
         // Objects whose peers' waits just ended (see `crate::pace`).
-        .reconcile_on(crate::runtime::nudged(&ctx))
+        .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         // Owned servers, whichever version their owner reference names.
         .watches_shared_stream(
             all_changes(informers.openstack_servers.subscribe()),

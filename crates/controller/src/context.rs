@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use capo_openstack::SessionCache;
 use capo_openstack::credentials::NilSelectorPolicy;
 use kube::Client;
+use kube::runtime::controller::Action;
 
 use crate::backoff::Backoff;
 use crate::metrics::ReconcileMetrics;
@@ -85,7 +86,7 @@ impl Default for Options {
 #[derive(Debug, Clone)]
 pub struct Converged {
     /// Fingerprint of everything the reconcile depended on (spec, generation, recorded IDs).
-    pub fingerprint: String,
+    pub fingerprint: crate::fingerprint::Digest,
     /// When the cloud was last fully verified.
     pub verified_at: Instant,
     /// When the cloud was last verified or probed.
@@ -120,9 +121,57 @@ pub struct Context {
     converged: Mutex<HashMap<String, Converged>>,
     pace: crate::pace::Pace,
     inventories: Mutex<HashMap<(String, String), String>>,
-    writes: Mutex<HashMap<String, (Instant, u64)>>,
+    writes: Mutex<RecentWrites>,
     objects: Mutex<HashMap<String, (String, String)>>,
     nudge: Mutex<Option<futures::channel::mpsc::UnboundedSender<(String, String)>>>,
+    resyncs: Arc<Resyncs>,
+}
+
+/// Converged objects to look at again once the sync period has passed, by controller:
+/// (namespace, name) and when. This is the periodic re-verification upstream gets from
+/// requeueing every reconcile after `--sync-period`. Kept here rather than as a requeue in
+/// kube-runtime's scheduler, where each of the hundreds of converged objects would hold two
+/// copies of its reconcile request (name, namespace, UID and resource version, about 0.7 KB).
+#[derive(Default)]
+pub struct Resyncs(Mutex<HashMap<&'static str, DueAt>>);
+
+/// When each (namespace, name) is due.
+type DueAt = HashMap<(String, String), Instant>;
+
+impl Resyncs {
+    /// Look at `namespace/name` of `controller` again at `due`, unless an earlier look is
+    /// already due (as kube-runtime keeps the earlier of two requeues).
+    fn schedule(&self, controller: &'static str, namespace: &str, name: &str, due: Instant) {
+        let Ok(mut all) = self.0.lock() else {
+            return;
+        };
+        all.entry(controller)
+            .or_default()
+            .entry((namespace.to_owned(), name.to_owned()))
+            .and_modify(|at| *at = (*at).min(due))
+            .or_insert(due);
+    }
+
+    /// The objects of `controller` whose look is due now, taken out of the table.
+    pub fn due(&self, controller: &str) -> Vec<(String, String)> {
+        let Ok(mut all) = self.0.lock() else {
+            return Vec::new();
+        };
+        let Some(table) = all.get_mut(controller) else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        let mut due = Vec::new();
+        table.retain(|k, at| {
+            let keep = *at > now;
+            if !keep {
+                due.push(k.clone());
+            }
+            keep
+        });
+        shrink_after_burst(table);
+        due
+    }
 }
 
 /// How long this controller's own status write is remembered: longer than a watch event takes
@@ -130,8 +179,34 @@ pub struct Context {
 /// back soon.
 const RECENT_WRITE: Duration = Duration::from_secs(5);
 
-/// Remembered writes kept before old ones are dropped.
-const WRITES_PRUNE_ABOVE: usize = 4096;
+/// This controller's status writes of the last [`RECENT_WRITE`], by object key: (when, digest).
+/// Older ones are dropped at most once per [`RECENT_WRITE`], so in steady state the table is
+/// about empty instead of holding one entry per object ever written.
+#[derive(Default)]
+struct RecentWrites {
+    by_key: HashMap<String, (Instant, u64)>,
+    pruned_at: Option<Instant>,
+}
+
+impl RecentWrites {
+    fn prune(&mut self) {
+        if self.pruned_at.is_some_and(|at| at.elapsed() < RECENT_WRITE) {
+            return;
+        }
+        self.pruned_at = Some(Instant::now());
+        self.by_key.retain(|_, (at, _)| at.elapsed() < RECENT_WRITE);
+        shrink_after_burst(&mut self.by_key);
+    }
+}
+
+/// Give back the buckets of a table that a burst grew and that is now mostly empty (a hash
+/// table never shrinks by itself). Shrinks only below a quarter full, so a table that
+/// empties entry by entry is reallocated a logarithmic number of times.
+fn shrink_after_burst<K: std::hash::Hash + Eq, V>(table: &mut HashMap<K, V>) {
+    if table.capacity() > 4 * table.len().max(16) {
+        table.shrink_to_fit();
+    }
+}
 
 /// A digest of `status` as it would be written (0 when it cannot be serialized: the write
 /// itself then fails and says why, and nothing is remembered).
@@ -184,9 +259,10 @@ impl Context {
             converged: Mutex::new(HashMap::new()),
             pace: crate::pace::Pace::new(options_first_poll),
             inventories: Mutex::new(HashMap::new()),
-            writes: Mutex::new(HashMap::new()),
+            writes: Mutex::new(RecentWrites::default()),
             objects: Mutex::new(HashMap::new()),
             nudge: Mutex::new(None),
+            resyncs: Arc::new(Resyncs::default()),
         })
     }
 
@@ -233,7 +309,12 @@ impl Context {
     }
 
     /// Record that `key` converged with `fingerprint` (verified now when `verified`).
-    pub fn set_converged(&self, key: &str, fingerprint: String, verified: bool) {
+    pub fn set_converged(
+        &self,
+        key: &str,
+        fingerprint: crate::fingerprint::Digest,
+        verified: bool,
+    ) {
         if let Ok(mut m) = self.converged.lock() {
             let verified_at = match (verified, m.get(key)) {
                 (false, Some(prev)) if prev.fingerprint == fingerprint => prev.verified_at,
@@ -248,8 +329,13 @@ impl Context {
                 },
             );
         }
-        // A converged object waits on nothing: its wait ended now.
+        // A converged object waits on nothing: its wait ended now, and no peer's ended wait
+        // needs to find it by name (the next reconcile remembers it again).
         self.pace.done(key);
+        if let Ok(mut m) = self.objects.lock() {
+            m.remove(key);
+            shrink_after_burst(&mut m);
+        }
         self.send_due();
     }
 
@@ -274,6 +360,24 @@ impl Context {
         );
         self.send_due();
         delay
+    }
+
+    /// The action of a converged reconcile: look at `namespace/name` of `controller` again
+    /// after the sync period ([`Resyncs`]; the controller's [`crate::runtime::nudged`] stream
+    /// brings it back), and until then only on a change.
+    pub fn resync_later(&self, controller: &'static str, namespace: &str, name: &str) -> Action {
+        self.resyncs.schedule(
+            controller,
+            namespace,
+            name,
+            Instant::now() + self.options.sync_period,
+        );
+        Action::await_change()
+    }
+
+    /// The table [`Context::resync_later`] fills (shared with the controller's trigger stream).
+    pub fn resyncs(&self) -> Arc<Resyncs> {
+        self.resyncs.clone()
     }
 
     /// Remember that `key` names object `namespace/name` (so a peer's ended wait can wake it).
@@ -337,7 +441,8 @@ impl Context {
     /// Whether status with `digest` is what this controller wrote for `key` moments ago.
     pub fn written_recently(&self, key: &str, digest: u64) -> bool {
         self.writes.lock().is_ok_and(|w| {
-            w.get(key)
+            w.by_key
+                .get(key)
                 .is_some_and(|(at, d)| *d == digest && at.elapsed() < RECENT_WRITE)
         })
     }
@@ -345,10 +450,8 @@ impl Context {
     /// Remember that status with `digest` was just written for `key`.
     pub fn record_write(&self, key: &str, digest: u64) {
         if let Ok(mut w) = self.writes.lock() {
-            if w.len() > WRITES_PRUNE_ABOVE {
-                w.retain(|_, (at, _)| at.elapsed() < RECENT_WRITE);
-            }
-            w.insert(key.to_owned(), (Instant::now(), digest));
+            w.prune();
+            w.by_key.insert(key.to_owned(), (Instant::now(), digest));
         }
     }
 
@@ -361,5 +464,40 @@ impl Context {
             m.remove(key);
         }
         self.pace.forget(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resync_is_due_once_at_the_earlier_time_and_per_controller() {
+        let r = Resyncs::default();
+        let now = Instant::now();
+        let later = now + Duration::from_secs(600);
+        r.schedule("machine", "ns", "a", later);
+        // An earlier look wins, as kube-runtime keeps the earlier of two requeues; a later one
+        // does not postpone it.
+        r.schedule("machine", "ns", "a", now);
+        r.schedule("machine", "ns", "a", later);
+        r.schedule("machine", "ns", "b", later);
+        r.schedule("server", "ns", "a", now);
+        assert_eq!(r.due("machine"), vec![("ns".to_owned(), "a".to_owned())]);
+        assert!(r.due("machine").is_empty(), "taken out once due");
+        assert_eq!(r.due("server"), vec![("ns".to_owned(), "a".to_owned())]);
+        assert!(r.due("cluster").is_empty());
+    }
+
+    #[test]
+    fn recent_writes_forget_old_entries_and_give_back_their_buckets() {
+        let mut w = RecentWrites::default();
+        let old = Instant::now() - RECENT_WRITE * 2;
+        for i in 0..1000 {
+            w.by_key.insert(format!("k{i}"), (old, 1));
+        }
+        w.prune();
+        assert!(w.by_key.is_empty());
+        assert!(w.by_key.capacity() < 1000, "{}", w.by_key.capacity());
     }
 }

@@ -2,13 +2,24 @@
 //! in the context's memo so a later reconcile can tell "nothing changed" without the cloud.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256};
 
 use crate::error::{Error, Result};
 
 /// An incremental fingerprint.
 #[derive(Default)]
 pub struct Fingerprint(Sha256);
+
+/// A finished fingerprint: the 32 bytes of the digest, kept as bytes (a hex string would be
+/// twice the size plus a heap allocation, for every converged object in the memo).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Digest([u8; 32]);
+
+impl std::fmt::Debug for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
 
 impl Fingerprint {
     /// An empty fingerprint.
@@ -32,9 +43,9 @@ impl Fingerprint {
         Ok(self)
     }
 
-    /// The hex digest.
-    pub fn finish(self) -> String {
-        format!("{:x}", self.0.finalize())
+    /// The digest.
+    pub fn finish(self) -> Digest {
+        Digest(self.0.finalize().into())
     }
 }
 
@@ -52,6 +63,6 @@ mod tests {
         };
         assert_eq!(fp("x", 1), fp("x", 1));
         assert_ne!(fp("x", 1), fp("x", 2));
-        assert_eq!(fp("x", 1).len(), 64);
+        assert_eq!(format!("{:?}", fp("x", 1)).len(), 64);
     }
 }

@@ -103,17 +103,13 @@ pub trait Reconciled:
     /// Ownership of the object's cloud resources.
     fn cloud_owner(&self) -> Self::CloudOwner;
     /// `status` as the API server stores it (the kinds stored in another version than the one
-    /// the controller works on convert it: [`crate::stored`]).
+    /// the controller works on convert it: [`crate::stored`]). Two statuses with the same
+    /// stored form are the same to the API server: writing one over the other changes nothing.
     fn wire_status(&self, status: &Self::Status) -> Result<serde_json::Value> {
         serde_json::to_value(status).map_err(|source| Error::Serialize {
             what: "status",
             source,
         })
-    }
-    /// Whether statuses `a` and `b` are stored alike, so writing one over the other changes
-    /// nothing.
-    fn same_status(&self, a: &Self::Status, b: &Self::Status) -> bool {
-        a == b
     }
 
     /// Read the owners; `deleting` objects proceed without them.
@@ -176,10 +172,6 @@ macro_rules! stored_status {
         fn wire_status(&self, status: &Self::Status) -> Result<serde_json::Value> {
             crate::stored::wire_status(&self.0, status)
         }
-
-        fn same_status(&self, a: &Self::Status, b: &Self::Status) -> bool {
-            a == b || crate::stored::same_on_the_wire(&self.0, a, b)
-        }
     };
 }
 pub(crate) use stored_status;
@@ -196,7 +188,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
         return Ok(Action::await_change());
     }
     let deleting = is_deleting(&*obj);
-    let owners = match K::owners(&obj, ctx, deleting).await? {
+    let owners = match Box::pin(K::owners(&obj, ctx, deleting)).await? {
         Owners::Found(o) => o,
         Owners::Skip(why) => {
             let ns = obj.namespace().unwrap_or_default();
@@ -214,7 +206,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     let owner_pause = K::paused(&owners);
     let obj = K::effective(obj, &owners);
     let mut scope = Scope::new(ctx, &*obj);
-    scope.record_pause(own_pause || owner_pause).await?;
+    Box::pin(scope.record_pause(own_pause || owner_pause)).await?;
     if own_pause {
         tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused");
         return Ok(Action::await_change());
@@ -232,25 +224,29 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
         if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
             return Ok(Action::await_change());
         }
-        return match K::cleanup(&mut scope, owners).await {
+        return match Box::pin(K::cleanup(&mut scope, owners)).await {
             Ok(Progress::Done(())) => {
                 scope.ctx.forget_converged(&scope.key());
-                runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER).await?;
+                Box::pin(runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER)).await?;
                 Ok(Action::await_change())
             }
-            Ok(Progress::Waiting(why) | Progress::Stuck(why)) => scope.deleting(why).await,
-            Err(e) => Err(scope.fail(e).await),
+            Ok(Progress::Waiting(why) | Progress::Stuck(why)) => {
+                Box::pin(scope.deleting(why)).await
+            }
+            Err(e) => Err(Box::pin(scope.fail(e)).await),
         };
     }
-    if let Some(action) = K::preconditions(&mut scope, &owners).await? {
+    if let Some(action) = Box::pin(K::preconditions(&mut scope, &owners)).await? {
         return Ok(action);
     }
-    if !K::FINALIZER.is_empty() && ensure_finalizer(&scope.api, &*obj, K::FINALIZER).await? {
+    if !K::FINALIZER.is_empty()
+        && Box::pin(ensure_finalizer(&scope.api, &*obj, K::FINALIZER)).await?
+    {
         return Ok(Action::await_change());
     }
-    match K::apply(&mut scope, owners).await {
+    match Box::pin(K::apply(&mut scope, owners)).await {
         Ok(action) => Ok(action),
-        Err(e) => Err(scope.fail(e).await),
+        Err(e) => Err(Box::pin(scope.fail(e)).await),
     }
 }
 
@@ -305,6 +301,13 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         }
     }
 
+    /// The action of a converged reconcile: the next look comes with a change, or once the
+    /// sync period has passed ([`Context::resync_later`]).
+    pub fn resync_later(&self) -> Action {
+        self.ctx
+            .resync_later(K::CONTROLLER, &self.namespace, &self.name)
+    }
+
     /// Key of this object in the context's memo tables (stable across `clusterctl move`).
     pub fn key(&self) -> String {
         key_of(self.obj)
@@ -341,8 +344,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// store one event behind this controller's own last write computes that write again: it
     /// is not sent twice ([`Context::written_recently`]).
     pub async fn flush(&mut self) -> Result<()> {
-        if self.obj.same_status(&self.status, &self.written) {
-            self.written = self.status.clone();
+        if self.status == self.written {
             return Ok(());
         }
         let key = self.key();
@@ -351,11 +353,17 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             self.written = self.status.clone();
             return Ok(());
         }
+        // Compared as stored: what only the controller's form holds (condition severities in
+        // a kind stored as v1beta2) is no reason to write. The new status is converted once.
+        let wire = self.obj.wire_status(&self.status)?;
+        if self.obj.wire_status(&self.written).ok().as_ref() == Some(&wire) {
+            self.written = self.status.clone();
+            return Ok(());
+        }
         if tracing::enabled!(tracing::Level::DEBUG) {
             let changed = self.changed_conditions();
             tracing::debug!(object = %self.object(), ?changed, "writing status");
         }
-        let wire = self.obj.wire_status(&self.status)?;
         crate::status::apply_status(&self.api, &self.name, &wire).await?;
         self.ctx.record_write(&key, digest);
         self.written = self.status.clone();

@@ -13,9 +13,9 @@
 //!   [`crate::server`]).
 //! - providerID is upstream's `openstack://<region>/<instanceID>` (region of the identityRef,
 //!   usually empty).
-//! - A server deleted out of band sets failureReason/failureMessage and Ready False with reason
-//!   InstanceDeleted, so a MachineHealthCheck remediates; a server in ERROR only makes Ready
-//!   False (the server controller retries it).
+//! - A server deleted out of band sets Ready False with reason InstanceDeleted for good (v1beta2
+//!   has no failureReason), so a MachineHealthCheck remediates; a server in ERROR only makes
+//!   Ready False (the server controller retries it).
 //! - Control-plane machines: one LB member per API port while the machine lives, removed
 //!   before its server is deleted; without a load balancer the API floating IP is put on the
 //!   machine's first port when nobody holds it, and a deleted machine hands it to another live
@@ -63,7 +63,7 @@ pub async fn run(
     let trigger = primary_changes(&ctx, informers.openstack_machines.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
-        .reconcile_on(crate::runtime::nudged(&ctx))
+        .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         // Owned servers, whichever version their owner reference names.
         .watches_shared_stream(
             all_changes(informers.openstack_servers.subscribe()),
@@ -140,7 +140,7 @@ impl Reconciled for Stored<OpenStackMachine> {
         INSTANCE_READY
     }
     fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
-        self.spec.identity_ref.clone()
+        self.spec.identity_ref.as_deref().cloned()
     }
     fn cloud_owner(&self) {}
 
@@ -194,11 +194,6 @@ impl Reconciled for Stored<OpenStackMachine> {
     }
 
     async fn preconditions(scope: &mut Scope<'_>, o: &MachineOwners) -> Result<Option<Action>> {
-        let failed = scope.obj.status.as_ref();
-        if failed.and_then(|s| s.failure_reason.as_ref()).is_some() {
-            // Terminal (upstream's contract): only a replacement of the machine helps.
-            return Ok(Some(Action::await_change()));
-        }
         let (Some(machine), Some(osc)) = (&o.machine, &o.osc) else {
             return wait(
                 scope,

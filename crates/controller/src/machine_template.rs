@@ -70,7 +70,7 @@ pub async fn run(
     let (store, trigger) = primary_stream(templates, wc);
     Controller::for_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
-        .reconcile_on(crate::runtime::nudged(&ctx))
+        .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
             templates_of_cluster(&store, &c)
         })
@@ -132,7 +132,7 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
         READY
     }
     fn identity_ref(&self) -> Option<OpenStackIdentityReference> {
-        self.spec.template.spec.identity_ref.clone()
+        self.spec.template.spec.identity_ref.as_deref().cloned()
     }
     fn cloud_owner(&self) {}
 
@@ -169,7 +169,7 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
         match &owners.osc {
             Some(osc) if obj.identity_ref().is_none() => {
                 let mut t = (*obj).clone();
-                t.spec.template.spec.identity_ref = Some(osc.spec.identity_ref.clone());
+                t.spec.template.spec.identity_ref = Some(Box::new(osc.spec.identity_ref.clone()));
                 Arc::new(t)
             }
             _ => obj,
@@ -214,7 +214,7 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
             return scope.waiting(READY, "WaitingForImage", why).await;
         }
     };
-    let capacity = capacity::capacity(&flavor, spec.root_volume.as_ref());
+    let capacity = capacity::capacity(&flavor, spec.root_volume.as_deref());
     let node_info = capacity::node_info(&image);
     let changed = scope.status.capacity != capacity || scope.status.node_info != node_info;
     let note = changed.then(|| describe(&capacity, node_info.as_ref(), &flavor.name));
@@ -234,7 +234,7 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
             )
             .await;
     }
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }
 
 /// `flavor m1.large: cpu=4 memory=8Gi storage=80Gi, os linux`, for the event.

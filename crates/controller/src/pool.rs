@@ -83,7 +83,7 @@ pub async fn run(
         .touched_objects();
     Controller::for_stream(trigger, store)
         // Objects whose peers' waits just ended (see `crate::pace`).
-        .reconcile_on(crate::runtime::nudged(&ctx))
+        .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_stream_with(claims, pool_of, ipam::claim_resource())
         .watches_stream_with(addresses, pool_of, ipam::address_resource())
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))

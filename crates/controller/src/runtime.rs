@@ -2,7 +2,7 @@
 //! watch configuration (namespace, watch filter) and the pause checks.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
@@ -254,18 +254,39 @@ where
     (reader, stream)
 }
 
-/// The objects of kind `K` due for a look because a peer's wait ended ([`crate::pace`]), for
-/// the controller's `reconcile_on`.
+/// The objects of kind `K` due for a look, for the controller's `reconcile_on`: those whose
+/// peer's wait ended ([`crate::pace`]), and the converged objects of `controller` whose sync
+/// period passed ([`crate::context::Resyncs`]).
 pub fn nudged<K>(
     ctx: &crate::context::Context,
+    controller: &'static str,
 ) -> impl futures::Stream<Item = kube::runtime::reflector::ObjectRef<K>> + Send + 'static
 where
     K: Resource<DynamicType = ()>,
 {
     use futures::StreamExt;
-    ctx.nudges()
+    let nudges = ctx.nudges();
+    // Converged objects whose sync period passed ([`crate::context::Resyncs`]), looked for
+    // once per RESYNC_TICK (a fraction of the shortest sync period anyone sets).
+    let resyncs = ctx.resyncs();
+    let tick = RESYNC_TICK
+        .min(ctx.options.sync_period / 10)
+        .max(MIN_RESYNC_TICK);
+    let due = futures::stream::unfold(resyncs, move |resyncs| async move {
+        tokio::time::sleep(tick).await;
+        let due = resyncs.due(controller);
+        Some((futures::stream::iter(due), resyncs))
+    })
+    .flatten();
+    futures::stream::select(nudges, due)
         .map(|(ns, name)| kube::runtime::reflector::ObjectRef::new(&name).within(&ns))
 }
+
+/// How often a controller looks for converged objects due for their periodic look.
+const RESYNC_TICK: Duration = Duration::from_secs(1);
+
+/// The shortest such interval, whatever the sync period (a zero period must not spin).
+const MIN_RESYNC_TICK: Duration = Duration::from_millis(50);
 
 /// The trigger stream of a controller's primary kind from its shared watch (see
 /// [`crate::informers`]), passing on only changes that can change the desired state: generation

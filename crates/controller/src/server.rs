@@ -71,7 +71,7 @@ pub async fn run(
     let trigger = primary_changes(&ctx, ctx.informers.openstack_servers.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
-        .reconcile_on(crate::runtime::nudged(&ctx))
+        .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
             servers_of_cluster(&store, &c)
         })

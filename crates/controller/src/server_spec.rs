@@ -56,7 +56,8 @@ pub fn server_spec(
 ) -> Result<OpenStackServerSpec, String> {
     let identity_ref = spec
         .identity_ref
-        .clone()
+        .as_deref()
+        .cloned()
         .or_else(|| d.cluster_identity.cloned())
         .ok_or_else(|| "spec.identityRef: Required value: neither the machine nor its cluster names an identity".to_owned())?;
     let mut ports = if spec.ports.is_empty() {
@@ -125,14 +126,14 @@ pub fn server_spec(
         config_drive: spec.config_drive,
         flavor: spec.flavor.clone(),
         flavor_id: spec.flavor_id.clone(),
-        floating_ip_pool_ref: spec.floating_ip_pool_ref.clone(),
+        floating_ip_pool_ref: spec.floating_ip_pool_ref.as_deref().cloned(),
         identity_ref,
         image: spec.image.clone(),
         ports,
-        root_volume: spec.root_volume.clone(),
+        root_volume: spec.root_volume.as_deref().cloned(),
         scheduler_hint_additional_properties: spec.scheduler_hint_additional_properties.clone(),
         security_groups: spec.security_groups.clone(),
-        server_group: spec.server_group.clone(),
+        server_group: spec.server_group.as_deref().cloned(),
         server_metadata: spec.server_metadata.clone(),
         ssh_key_name: spec
             .ssh_key_name
@@ -303,7 +304,7 @@ mod tests {
     fn an_unset_identity_type_reads_as_a_secret() {
         let mut s = server_spec(
             &OpenStackMachineSpec {
-                identity_ref: Some(identity()),
+                identity_ref: Some(Box::new(identity())),
                 ..Default::default()
             },
             &Derivation {
@@ -328,7 +329,7 @@ mod tests {
             ..Default::default()
         };
         let spec = OpenStackMachineSpec {
-            identity_ref: Some(identity()),
+            identity_ref: Some(Box::new(identity())),
             ..Default::default()
         };
         let s = server_spec(&spec, &d).unwrap();

@@ -137,11 +137,7 @@ async fn migrate_one(
 /// converted on every read, so nothing waits on the migration).
 pub async fn run(client: Client, stop: impl std::future::Future<Output = ()>) {
     // A CRD with one version can only store that one: only the others can need a migration.
-    let names: Vec<String> = capo_api::crds::all()
-        .into_iter()
-        .filter(|crd| crd.spec.versions.len() > 1)
-        .filter_map(|crd| crd.metadata.name)
-        .collect();
+    let names = capo_api::crds::two_version_names().map(str::to_owned);
     let attempts = async {
         let mut wait = RETRY_FIRST;
         loop {

@@ -2,20 +2,21 @@
 //! v1beta2, so neither capo's watches nor Cluster API's go through the conversion webhook.
 //!
 //! The controllers' logic works on the v1beta1 structs. [`Stored`] carries one of them and
-//! speaks v1beta2 on the wire: each object read is converted in process, once, when it is
-//! decoded (watch event or GET), with the same conversion the webhook serves; each status
+//! speaks v1beta2 on the wire: each object read is decoded as v1beta2 and converted in process,
+//! once (watch event or GET), with the webhook's field conversions (the full conversion only
+//! for an object carrying conversion data: [`StoredForm`]); each status
 //! written is converted back ([`wire_status`]). What only v1beta1 can hold (condition
 //! severities, `failureReason`) cannot be written through the status subresource, so it is
-//! dropped on the way out, as the v1beta2 contract has it; [`same_on_the_wire`] compares two
-//! statuses as the API server would store them, so such a difference never causes a write.
+//! dropped on the way out, as the v1beta2 contract has it; the lifecycle compares statuses as
+//! the API server would store them, so such a difference never causes a write.
 
 use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 
-use capo_api::conversion::convert;
+use capo_api::conversion::{StoredForm, StoredStatus, convert};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use serde::de::{DeserializeOwned, Error as _};
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -67,21 +68,13 @@ impl<T: Resource<DynamicType = ()>> Resource for Stored<T> {
 
 impl<'de, T> Deserialize<'de> for Stored<T>
 where
-    T: Resource<DynamicType = ()> + DeserializeOwned,
+    T: StoredForm,
 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let mut value = Value::deserialize(d)?;
-        // List items may come without their type; they are of this kind, stored version.
-        if let Value::Object(map) = &mut value {
-            map.entry("apiVersion")
-                .or_insert_with(|| Value::String(Self::api_version(&()).into_owned()));
-            map.entry("kind")
-                .or_insert_with(|| Value::String(T::kind(&()).into_owned()));
-        }
-        let v1beta1 = convert(&T::api_version(&()), value).map_err(D::Error::custom)?;
-        T::deserialize(v1beta1)
-            .map(Stored)
-            .map_err(D::Error::custom)
+        // Decoded straight into the storage version's struct (list items come without their
+        // type; the struct does not need it), then converted.
+        let stored = T::Stored::deserialize(d)?;
+        T::from_stored(stored).map(Stored).map_err(D::Error::custom)
     }
 }
 
@@ -97,50 +90,23 @@ where
     }
 }
 
-/// `status` of `obj` in the storage version: the object (its spec, name and generation, which
-/// v1beta2 conditions record) with `status`, converted, and its `status` taken. Conversion
-/// data v1beta1 would need to restore what v1beta2 cannot hold is not kept: the status
-/// subresource does not write annotations.
-pub fn wire_status<T, S>(obj: &T, status: &S) -> Result<Value>
+/// `status` of `obj` in the storage version ([`StoredStatus::status_to_stored`]).
+pub fn wire_status<T>(obj: &T, status: &T::Status) -> Result<Value>
 where
-    T: Resource<DynamicType = ()> + Serialize,
-    S: Serialize,
+    T: StoredStatus + Resource<DynamicType = ()>,
 {
-    let status = serde_json::to_value(status).map_err(|source| Error::Serialize {
-        what: "status",
-        source,
-    })?;
     let meta = obj.meta();
-    let mut object = serde_json::to_value(obj).map_err(|source| Error::Serialize {
-        what: "object",
-        source,
-    })?;
-    object["metadata"] = serde_json::json!({
-        "name": meta.name,
-        "namespace": meta.namespace,
-        "generation": meta.generation,
-    });
-    object["status"] = status;
-    let stored = convert(&Stored::<T>::api_version(&()), object).map_err(|e| {
+    let stored = T::status_to_stored(status, meta.generation).map_err(|e| {
         Error::InvalidSpec(format!(
             "the status of {} {} has no {STORED_VERSION} form: {e}",
             T::kind(&()),
             meta.name.as_deref().unwrap_or_default()
         ))
     })?;
-    Ok(stored.get("status").cloned().unwrap_or(Value::Null))
-}
-
-/// Whether statuses `a` and `b` of `obj` are stored alike (equal in the storage version).
-pub fn same_on_the_wire<T, S>(obj: &T, a: &S, b: &S) -> bool
-where
-    T: Resource<DynamicType = ()> + Serialize,
-    S: Serialize,
-{
-    match (wire_status(obj, a), wire_status(obj, b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
+    serde_json::to_value(stored).map_err(|source| Error::Serialize {
+        what: "status",
+        source,
+    })
 }
 
 /// The objects of kind `T` that own `owned`: matched by group and kind, whatever the version

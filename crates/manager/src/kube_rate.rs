@@ -179,10 +179,12 @@ where
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
+            // The inner future (the whole HTTP exchange, several KB) is allocated only once the
+            // request's turn came: a queued request holds little more than itself.
             let sent = {
                 let mut svc = inner.lock().await;
                 std::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
-                svc.call(req)
+                Box::pin(svc.call(req))
             };
             sent.await
         })

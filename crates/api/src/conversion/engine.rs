@@ -96,6 +96,26 @@ pub(crate) fn convert<P: Pair>(
     convert_normalized::<P>(direction, &source, true)
 }
 
+/// A v1beta2 object, as read from storage, in its v1beta1 form for a reader in this process
+/// (capo's controllers; nothing is served). Without conversion data there is nothing to
+/// restore, so the plain conversion gives what [`convert`] would, less the annotation a
+/// reader drops and the check that the result converts back: what v1beta1 cannot express
+/// reads as v1beta1's default, which means the same, and the reader writes back only status,
+/// converted up again in full. With conversion data (an object a v1beta1 client wrote),
+/// the full conversion restores it (`failureReason`, condition severities, ...).
+pub(crate) fn read_down<P: Pair>(object: P::New) -> Result<P::Old, ConversionError>
+where
+    P::New: kube::Resource,
+{
+    let annotated = (kube::Resource::meta(&object).annotations.as_ref())
+        .is_some_and(|a| a.contains_key(annotation::CONVERSION_DATA_ANNOTATION));
+    if annotated {
+        typed::<P, _, _>(Direction::Down, &object)
+    } else {
+        P::down(&object)
+    }
+}
+
 fn decode<T: DeserializeOwned>(object: Value) -> Result<T, ConversionError> {
     crate::decode::from_value(object).map_err(|e| from_decode("", e))
 }

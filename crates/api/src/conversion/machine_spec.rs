@@ -20,8 +20,8 @@ pub(crate) fn to_v1beta2(
         )?,
         config_drive: s.config_drive,
         flavor: flavor::to_v1beta2(s.flavor.as_ref(), s.flavor_id.as_ref(), path)?,
-        floating_ip_pool_ref: s.floating_ip_pool_ref.clone(),
-        identity_ref: s.identity_ref.as_ref().map(identity::to_v1beta2),
+        floating_ip_pool_ref: s.floating_ip_pool_ref.as_deref().cloned(),
+        identity_ref: s.identity_ref.as_deref().map(identity::to_v1beta2),
         image: recast(&s.image, &join(path, "image"))?,
         ports: ports::to_v1beta2(&s.ports, &join(path, "ports"))?,
         provider_id: s.provider_id.clone(),
@@ -35,12 +35,12 @@ pub(crate) fn to_v1beta2(
             &join(path, "schedulerHintAdditionalProperties"),
         )?,
         security_groups: s.security_groups.clone(),
-        server_group: s.server_group.clone(),
+        server_group: s.server_group.as_deref().cloned(),
         server_metadata: recast_all(&s.server_metadata, &join(path, "serverMetadata"))?,
         ssh_key_name: s.ssh_key_name.clone(),
         tags: s.tags.clone(),
         trunk: s.trunk,
-        extensions: s.extensions.clone(),
+        extensions: s.extensions.as_deref().cloned(),
     })
 }
 
@@ -58,8 +58,11 @@ pub(crate) fn to_v1beta1(
         config_drive: s.config_drive,
         flavor,
         flavor_id,
-        floating_ip_pool_ref: s.floating_ip_pool_ref.clone(),
-        identity_ref: s.identity_ref.as_ref().map(identity::to_v1beta1),
+        floating_ip_pool_ref: s.floating_ip_pool_ref.clone().map(Box::new),
+        identity_ref: s
+            .identity_ref
+            .as_ref()
+            .map(|i| Box::new(identity::to_v1beta1(i))),
         image: recast(&s.image, &join(path, "image"))?,
         ports: ports::to_v1beta1(&s.ports, &join(path, "ports"))?,
         provider_id: s.provider_id.clone(),
@@ -73,12 +76,12 @@ pub(crate) fn to_v1beta1(
             &join(path, "schedulerHintAdditionalProperties"),
         )?,
         security_groups: s.security_groups.clone(),
-        server_group: s.server_group.clone(),
+        server_group: s.server_group.clone().map(Box::new),
         server_metadata: recast_all(&s.server_metadata, &join(path, "serverMetadata"))?,
         ssh_key_name: s.ssh_key_name.clone(),
         tags: s.tags.clone(),
         trunk: s.trunk,
-        extensions: s.extensions.clone(),
+        extensions: s.extensions.clone().map(Box::new),
     })
 }
 

@@ -32,7 +32,7 @@ pub(crate) fn to_v1beta2(
             .as_ref()
             .map(|r| recast(r, "status.resources"))
             .transpose()?,
-        extensions: s.extensions.clone(),
+        extensions: s.extensions.as_deref().cloned(),
     })
 }
 
@@ -59,7 +59,7 @@ pub(crate) fn to_v1beta1(
             .as_ref()
             .map(|r| recast(r, "status.resources"))
             .transpose()?,
-        extensions: s.extensions.clone(),
+        extensions: s.extensions.clone().map(Box::new),
     })
 }
 

@@ -85,7 +85,7 @@ pub struct OpenStackServerSpec {
     pub flavor_id: Option<String>,
     /// Pool from which the machine takes its floating IP.
     #[serde(rename = "floatingIPPoolRef", skip_serializing_if = "Option::is_none")]
-    pub floating_ip_pool_ref: Option<TypedLocalObjectReference>,
+    pub floating_ip_pool_ref: Option<Box<TypedLocalObjectReference>>,
     /// Credentials used for every OpenStack call of this object.
     pub identity_ref: OpenStackIdentityReference,
     /// Image to boot from.
@@ -94,7 +94,7 @@ pub struct OpenStackServerSpec {
     pub ports: Vec<PortOpts>,
     /// Boot from a Cinder volume of this size and type instead of the flavor disk.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub root_volume: Option<RootVolume>,
+    pub root_volume: Option<Box<RootVolume>>,
     /// Extra Nova scheduler hints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["name"]))]
@@ -105,7 +105,7 @@ pub struct OpenStackServerSpec {
     pub security_groups: Vec<NetworkParam>,
     /// Nova server group the server joins.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_group: Option<ServerGroupParam>,
+    pub server_group: Option<Box<ServerGroupParam>>,
     /// Nova metadata of the server.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["key"]))]

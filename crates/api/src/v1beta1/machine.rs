@@ -79,10 +79,10 @@ pub struct OpenStackMachineSpec {
     pub flavor_id: Option<String>,
     /// Pool from which the machine takes its floating IP.
     #[serde(rename = "floatingIPPoolRef", skip_serializing_if = "Option::is_none")]
-    pub floating_ip_pool_ref: Option<TypedLocalObjectReference>,
+    pub floating_ip_pool_ref: Option<Box<TypedLocalObjectReference>>,
     /// Credentials used for every OpenStack call of this object.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub identity_ref: Option<OpenStackIdentityReference>,
+    pub identity_ref: Option<Box<OpenStackIdentityReference>>,
     /// Image to boot from.
     pub image: ImageParam,
     /// Ports of the server; one port on the cluster network when empty.
@@ -93,7 +93,7 @@ pub struct OpenStackMachineSpec {
     pub provider_id: Option<String>,
     /// Boot from a Cinder volume of this size and type instead of the flavor disk.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub root_volume: Option<RootVolume>,
+    pub root_volume: Option<Box<RootVolume>>,
     /// Extra Nova scheduler hints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["name"]))]
@@ -104,7 +104,7 @@ pub struct OpenStackMachineSpec {
     pub security_groups: Vec<NetworkParam>,
     /// Nova server group the server joins.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_group: Option<ServerGroupParam>,
+    pub server_group: Option<Box<ServerGroupParam>>,
     /// Nova metadata of the server.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["key"]))]
@@ -122,7 +122,7 @@ pub struct OpenStackMachineSpec {
     pub trunk: Option<bool>,
     /// BA/ACP extensions of a machine (not part of upstream CAPO); ignored on the bastion.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub extensions: Option<OpenStackMachineExtensions>,
+    pub extensions: Option<Box<OpenStackMachineExtensions>>,
 }
 
 /// Observed state of an OpenStackMachine, written by the provider.
@@ -162,5 +162,5 @@ pub struct OpenStackMachineStatus {
     pub resources: Option<MachineResources>,
     /// Values the provider derived for BA/ACP for this machine (not part of upstream CAPO).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub extensions: Option<OpenStackMachineStatusExtensions>,
+    pub extensions: Option<Box<OpenStackMachineStatusExtensions>>,
 }

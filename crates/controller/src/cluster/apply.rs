@@ -110,5 +110,5 @@ async fn finish(
     }
     let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&key, fp, verified);
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }

@@ -11,13 +11,13 @@ use capo_openstack::Session;
 
 use crate::context::Context;
 use crate::error::Result;
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Digest, Fingerprint};
 
 /// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned.
 pub(super) fn fingerprint(
     osc: &OpenStackCluster,
     status: &OpenStackClusterStatus,
-) -> Result<String> {
+) -> Result<Digest> {
     let mut spec = osc.spec.clone();
     spec.control_plane_endpoint = None;
     let mut status = status.clone();
@@ -43,7 +43,7 @@ pub(super) fn fingerprint(
 pub(super) fn network_fingerprint(
     osc: &OpenStackCluster,
     status: &OpenStackClusterStatus,
-) -> Result<String> {
+) -> Result<Digest> {
     let mut spec = osc.spec.clone();
     spec.control_plane_endpoint = None;
     let parts = (
@@ -62,9 +62,9 @@ pub(super) fn network_fingerprint(
 }
 
 /// True when the network layer converged with this fingerprint within the verify period.
-pub(super) fn network_converged(ctx: &Context, key: &str, fp: &str) -> bool {
+pub(super) fn network_converged(ctx: &Context, key: &str, fp: &Digest) -> bool {
     ctx.converged(key).is_some_and(|c| {
-        c.fingerprint == fp && c.verified_at.elapsed() <= ctx.options.verify_period
+        c.fingerprint == *fp && c.verified_at.elapsed() <= ctx.options.verify_period
     })
 }
 
@@ -73,14 +73,14 @@ pub(super) fn network_converged(ctx: &Context, key: &str, fp: &str) -> bool {
 pub(super) async fn is_steady(
     ctx: &Context,
     key: &str,
-    fp: &str,
+    fp: &Digest,
     status: &OpenStackClusterStatus,
     s: &Session,
 ) -> Result<bool> {
     let Some(c) = ctx.converged(key) else {
         return Ok(false);
     };
-    if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
+    if c.fingerprint != *fp || c.verified_at.elapsed() > ctx.options.verify_period {
         return Ok(false);
     }
     if c.probed_at.elapsed() < ctx.options.probe_interval {

@@ -57,7 +57,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
     {
         // Nothing this machine depends on changed: no cloud call (its server is probed by
         // the OpenStackServer controller).
-        return Ok(Action::requeue(scope.ctx.options.sync_period));
+        return Ok(scope.resync_later());
     }
     let Some(oss) = oss else {
         if super::extensions::vip_pending(inp.osc, scope.obj, inp.control_plane) {
@@ -93,15 +93,14 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
     if let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
         && c.reason() == Some(INSTANCE_DELETED)
     {
-        // Upstream's contract: a machine whose server vanished fails, so a MachineHealthCheck
-        // (or the operator) replaces it.
+        // A machine whose server vanished is not ready and stays so, so a MachineHealthCheck
+        // (or the operator) replaces it. The reason is the condition's: v1beta2, the stored
+        // version, has no failureReason/failureMessage (they are dropped on conversion).
         let message = c.message().unwrap_or_default().to_owned();
-        scope.status.failure_reason = Some("UpdateError".into());
-        scope.status.failure_message = Some(message.clone());
         scope.status.ready = Some(false);
         scope.set(READY, State::error(INSTANCE_DELETED, message));
         scope.flush().await?;
-        return Ok(Action::requeue(scope.ctx.options.sync_period));
+        return Ok(scope.resync_later());
     }
     if !st.ready {
         let was_ready = scope.status.ready == Some(true);
@@ -165,7 +164,7 @@ async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -
     scope.flush().await?;
     let fp = fingerprint(scope.obj, Some(&oss), inp)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }
 
 /// The OpenStackServer's InstanceReady as a desired state. Its standard condition has no

@@ -150,7 +150,7 @@ async fn session(
 ) -> Result<capo_openstack::Session> {
     let identity = oss
         .map(|o| crate::server_spec::identity(&o.spec))
-        .or_else(|| scope.obj.spec.identity_ref.clone())
+        .or_else(|| scope.obj.spec.identity_ref.as_deref().cloned())
         .unwrap_or_else(|| osc.spec.identity_ref.clone());
     session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await
 }

@@ -131,10 +131,10 @@ pub(super) async fn reconcile_node_resources(
     };
     let computed = reserved_for_flavor(flavor.vcpus, flavor.ram);
     let reserved = overrides.merged_over(&computed);
-    scope.status.extensions = Some(OpenStackMachineStatusExtensions {
+    scope.status.extensions = Some(Box::new(OpenStackMachineStatusExtensions {
         node_resources: Some(NodeResources {
             reserved: Some(reserved),
         }),
-    });
+    }));
     Ok(())
 }

@@ -10,14 +10,14 @@ use capo_api::v1beta1::OpenStackMachine;
 use super::apply::Inputs;
 use super::ingress;
 use crate::error::Result;
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Digest, Fingerprint};
 
 /// Fingerprint of a machine's inputs.
 pub(super) fn fingerprint(
     osm: &OpenStackMachine,
     oss: Option<&OpenStackServer>,
     inp: &Inputs<'_>,
-) -> Result<String> {
+) -> Result<Digest> {
     let mut spec = osm.spec.clone();
     spec.provider_id = None;
     let mut server = oss.and_then(|o| o.status.clone()).unwrap_or_default();

@@ -86,7 +86,7 @@ pub(super) async fn serve(scope: &mut Scope<'_>) -> Result<Action> {
             scope.ctx.pending_delay(&scope.key(), "ClaimsPaused"),
         ));
     }
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }
 
 /// The pool's network: resolved once and kept in status (the webhook keeps the spec's

@@ -48,7 +48,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         .filter(|_| scope.status.ready)
         && is_steady(scope.ctx, &key, &fp, &id, &s).await?
     {
-        return Ok(Action::requeue(scope.ctx.options.sync_period));
+        return Ok(scope.resync_later());
     }
     // The cloud calls take v1beta1's shapes: the spec and the resolution are converted once.
     let spec = v1beta1_spec(&scope.obj.spec)?;
@@ -296,7 +296,7 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
     }
     let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }
 
 /// Whether an OpenStackMachine controls this server.
@@ -418,7 +418,7 @@ async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
             Some(message),
         )
         .await;
-    Ok(Action::requeue(scope.ctx.options.sync_period))
+    Ok(scope.resync_later())
 }
 
 #[cfg(test)]

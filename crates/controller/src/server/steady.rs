@@ -6,11 +6,11 @@ use capo_openstack::Session;
 
 use crate::context::Context;
 use crate::error::Result;
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Digest, Fingerprint};
 
 /// Fingerprint of what a converged reconcile depended on: UID, generation, spec, and the status
 /// without conditions.
-pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus) -> Result<String> {
+pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus) -> Result<Digest> {
     let mut status = status.clone();
     status.conditions.clear();
     let mut h = Fingerprint::new();
@@ -25,14 +25,14 @@ pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus)
 pub(super) async fn is_steady(
     ctx: &Context,
     key: &str,
-    fp: &str,
+    fp: &Digest,
     instance_id: &str,
     s: &Session,
 ) -> Result<bool> {
     let Some(c) = ctx.converged(key) else {
         return Ok(false);
     };
-    if c.fingerprint != fp || c.verified_at.elapsed() > ctx.options.verify_period {
+    if c.fingerprint != *fp || c.verified_at.elapsed() > ctx.options.verify_period {
         return Ok(false);
     }
     match capo_cloud::instance::get_server(s, instance_id).await? {
