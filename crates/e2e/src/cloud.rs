@@ -23,8 +23,28 @@ pub const KEY_NAME: &str = "e2e";
 const PUBLIC_KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFkT8yq5L3m5cbp3sHvd6Gq2A2Q9oJvX1Pq3rXn2Yw0k capo-e2e";
 
-/// Each scenario gets its own 127.100.N.0/24, so two clusters never share an endpoint address.
-static NEXT_RANGE: AtomicU8 = AtomicU8::new(1);
+/// Each scenario gets its own 127.100.N.0/24, so two clusters never share an endpoint address:
+/// N counts up from [`RANGE_BASE_VAR`] (default 1) in this process.
+static NEXT_RANGE: AtomicU8 = AtomicU8::new(0);
+
+/// Environment variable naming the first N of this process's ranges. Test processes that run
+/// at the same time in one network namespace (hack/e2e.sh's lanes) are given bases far apart.
+pub const RANGE_BASE_VAR: &str = "CAPO_E2E_RANGE_BASE";
+
+/// The next 127.100.N.0/24 of this process.
+fn next_range() -> Result<String, String> {
+    let base: u8 = match std::env::var(RANGE_BASE_VAR) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| format!("{RANGE_BASE_VAR}={v:?}: not a number from 1 to 254"))?,
+        Err(_) => 1,
+    };
+    let n = base
+        .checked_add(NEXT_RANGE.fetch_add(1, Ordering::SeqCst))
+        .filter(|n| (1..=254).contains(n))
+        .ok_or_else(|| format!("no 127.100.N.0/24 left above {RANGE_BASE_VAR}={base}"))?;
+    Ok(format!("127.100.{n}.0/24"))
+}
 
 /// Simulator transitions of the tier: quick, but every resource still goes through its states.
 pub fn delays() -> Delays {
@@ -55,8 +75,7 @@ impl Cloud {
     /// Starts a simulator with the default seed but a loopback external network, and imports
     /// [`KEY_NAME`] into the scenario's project. The request log starts empty afterwards.
     pub async fn start() -> Result<Cloud, String> {
-        let n = NEXT_RANGE.fetch_add(1, Ordering::SeqCst);
-        let external_cidr = format!("127.100.{n}.0/24");
+        let external_cidr = next_range()?;
         let mut config = SimConfig {
             delays: delays(),
             ..SimConfig::default()
