@@ -4,8 +4,10 @@
 # availability zones), Glance, Cinder (no-op volume driver), Octavia (no-op amphorae on fake Nova
 # servers, real VIP ports), on MariaDB, RabbitMQ and memcached. No data plane: servers never boot.
 #
-#   hack/openstack-env.sh start  [--dir D]   install what is missing, start everything, create the
-#                                            fixtures; the LAST stdout line is the clouds.yaml path
+#   hack/openstack-env.sh start  [--dir D]   install what is missing, start everything from the
+#                                            baseline (the cloud as the first start left it, with
+#                                            its fixtures: nothing of earlier runs survives);
+#                                            the LAST stdout line is the clouds.yaml path
 #                                            (clouds `capo-real`: member of project `capo`;
 #                                            `capo-real-admin`: cloud admin). A second start while
 #                                            running only prints that path.
@@ -189,6 +191,9 @@ start() {
     return
   fi
   echo "$venv" >"$run_dir/venv"
+  # Whatever is left of an earlier start (some processes died) is stopped: the start below resets
+  # the databases to the baseline, which no running service may see happen.
+  stop_all
   "$venv/bin/python" "$here/osenv.py" start --dir "$run_dir" --venv "$venv" --key "$key" ||
     die "start failed; logs in $run_dir/logs (stop with: $0 stop --dir $run_dir)"
 }

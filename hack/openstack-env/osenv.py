@@ -10,10 +10,18 @@ order so `stop` can go in reverse). Every step is idempotent: a process that is 
 alone, schemas are synced once per virtualenv key, and the Keystone/Nova/Neutron fixtures are
 looked up before they are created.
 
+Every start begins from the same cloud: the first start on an empty state directory dumps the
+databases once the fixtures are in place (the baseline), and each later start loads that dump
+before any service runs. Whatever earlier runs left behind (projects, ports, floating IPs of a
+run that was killed or of tests that do not delete what they create) is gone, so a machine that
+runs the suites a thousand times sees the same cloud as a fresh one. The baseline is keyed on the
+virtualenv key and this file: a change to either starts over from an empty state directory.
+
 Progress goes to stderr; the only line on stdout is the path of the clouds.yaml written at the end.
 """
 
 import argparse
+import hashlib
 import os
 import pathlib
 import shutil
@@ -106,6 +114,9 @@ class Env:
         self.state = self.dir / "state"
         self.pids = self.dir / "pids"
         self.order = 0
+        # The baseline belongs to this virtualenv and this recipe of configs and fixtures.
+        recipe = hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()[:16]
+        self.baseline = self.state / f"baseline-{key}-{recipe}.sql"
         self.children = {}  # name -> Popen of the processes started by this run (to reap them)
         for d in (self.etc, self.logs, self.state, self.pids):
             d.mkdir(parents=True, exist_ok=True)
@@ -382,6 +393,10 @@ class Env:
             self.launch("epmd", [epmd, "-address", HOST, "-port", str(PORTS["epmd"])], env=erl_env)
         self.wait_port("epmd", 30) if self.pidfile("epmd") else None
         rabbit = self.state / "rabbitmq"
+        if self.baseline.exists():
+            # Messages queued by an earlier run are for servers and load balancers the baseline
+            # does not have: the services declare their queues again on start.
+            shutil.rmtree(rabbit / "mnesia", ignore_errors=True)
         (rabbit / "mnesia").mkdir(parents=True, exist_ok=True)
         (rabbit / "enabled_plugins").write_text("[].\n")
         (rabbit / "rabbitmq.conf").write_text(textwrap.dedent(f"""\
@@ -462,6 +477,48 @@ class Env:
         if failed:
             raise SystemExit(f"schema sync failed for {failed}; see {self.logs}/setup-schema-*.log")
         stamp.write_text(self.key + "\n")
+
+    # --- baseline: every start from the same cloud --------------------------------------------
+
+    def start_clean(self):
+        """Keep the state directory only if it has this recipe's baseline: anything else is a
+        cloud of unknown history (an older recipe, or runs from before baselines existed)."""
+        if self.baseline.exists():
+            return
+        if any(self.state.iterdir()):
+            say("no baseline for this recipe: starting from an empty state directory")
+            shutil.rmtree(self.state)
+            self.state.mkdir()
+
+    def restore_baseline(self):
+        """Load the baseline into MariaDB (no service is running yet) and drop Glance files that
+        no baseline image names."""
+        if not self.baseline.exists():
+            return False
+        t = time.monotonic()
+        sock = self.state / "mariadb.sock"
+        with open(self.baseline, "rb") as dump:
+            subprocess.run(["mariadb", f"--socket={sock}", "-uroot"], stdin=dump, check=True,
+                           stdout=subprocess.DEVNULL)
+        keep = set((self.baseline.with_suffix(".images").read_text().split()))
+        for f in (self.state / "glance/images").iterdir():
+            if f.name not in keep:
+                f.unlink()
+        say(f"databases reset to the baseline in {time.monotonic() - t:.1f}s")
+        return True
+
+    def save_baseline(self):
+        """Dump every OpenStack database as it is now (fixtures in place, nothing else)."""
+        tmp = self.baseline.with_suffix(".tmp")
+        sock = self.state / "mariadb.sock"
+        with open(tmp, "wb") as out:
+            subprocess.run(["mysqldump", f"--socket={sock}", "-uroot", "--single-transaction",
+                            "--add-drop-database", "--skip-dump-date", "--databases", *DATABASES],
+                           stdout=out, check=True)
+        self.baseline.with_suffix(".images").write_text(
+            "".join(f"{f.name}\n" for f in sorted((self.state / "glance/images").iterdir())))
+        tmp.replace(self.baseline)
+        say(f"baseline saved ({self.baseline.stat().st_size >> 10} KiB)")
 
     # --- OpenStack services --------------------------------------------------------------------
 
@@ -663,9 +720,11 @@ class Env:
     def start(self):
         ready = self.dir / "ready"
         ready.unlink(missing_ok=True)
+        self.start_clean()
         self.write_configs()
         say("configs written; starting MariaDB, RabbitMQ, memcached")
         self.start_infra()
+        restored = self.restore_baseline()
         self.sync_schemas()
         say("infrastructure up; starting services")
         self.start_services()
@@ -691,6 +750,8 @@ class Env:
         self.wait_http("octavia-api", "/")
         say("octavia up")
         c.close()
+        if not restored:
+            self.save_baseline()
         path = self.write_clouds_yaml()
         ready.write_text(f"{path}\n")
         say("ready")
