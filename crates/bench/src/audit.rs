@@ -15,6 +15,9 @@ pub struct KubeRequests {
     pub total: u64,
     /// create, update, patch, delete and deletecollection.
     pub writes: u64,
+    /// Watches started: after the first lists, each is a watch the server ended (its timeout)
+    /// being started again, not a read of data.
+    pub watches: u64,
 }
 
 #[derive(Deserialize)]
@@ -61,6 +64,9 @@ pub fn count(
                 "create" | "update" | "patch" | "delete" | "deletecollection"
             ) {
                 counts[i].writes += 1;
+            }
+            if event.verb == "watch" {
+                counts[i].watches += 1;
             }
         }
     }
@@ -139,14 +145,16 @@ mod tests {
             counts[0],
             KubeRequests {
                 total: 2,
-                writes: 1
+                writes: 1,
+                watches: 1
             }
         );
         assert_eq!(
             counts[1],
             KubeRequests {
                 total: 1,
-                writes: 1
+                writes: 1,
+                watches: 0
             }
         );
     }

@@ -43,6 +43,11 @@ pub fn table(runs: &[Figures], credentials: bool) -> String {
         0,
         &|f| f.per_hour(f.kube[1].total),
     );
+    // A 60-s window catches every watch restart or none: the steady rate of each manager's
+    // restarts follows its watch timeout (kube-runtime 290 s; client-go random in 5-10 min).
+    row("  of which watches started again", 0, &|f| {
+        f.per_hour(f.kube[1].watches)
+    });
     row("Kubernetes API requests, delete (audit log)", 0, &|f| {
         f.kube[2].total as f64
     });
