@@ -943,6 +943,5 @@ async fn ntp_server_is_the_override_else_the_bastion_else_the_default() {
         .and_then(|c| c.message.clone())
         .unwrap_or_default();
     assert!(!unresolved.contains("ntp_server"), "{unresolved}");
-    h.delete_cluster("n2").await;
-    h.delete_cluster_leaving_nothing("n1").await;
+    h.delete_clusters_leaving_nothing(&["n2", "n1"]).await;
 }

@@ -341,8 +341,19 @@ spec:
     /// Delete OpenStackCluster `name`, wait until it is gone and assert the project is empty
     /// (but for Neutron's `default` security group).
     pub async fn delete_cluster_leaving_nothing(&self, name: &str) {
-        self.delete_cluster(name).await;
-        self.wait_gone(name, 120).await;
+        self.delete_clusters_leaving_nothing(&[name]).await;
+    }
+
+    /// Delete the OpenStackClusters `names` at once, wait until every one is gone and assert
+    /// the project is empty (but for Neutron's `default` security group). The project is empty
+    /// only once the slowest deletion has finished, whichever that is.
+    pub async fn delete_clusters_leaving_nothing(&self, names: &[&str]) {
+        for name in names {
+            self.delete_cluster(name).await;
+        }
+        for name in names {
+            self.wait_gone(name, 120).await;
+        }
         let inv = self.inventory().await;
         assert!(inv.is_empty(), "left behind: {inv:?}");
     }
