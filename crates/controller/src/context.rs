@@ -1,12 +1,13 @@
 //! What every reconcile shares: the Kubernetes client, the OpenStack session cache, options,
 //! per-object backoff and the memo of converged fingerprints.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capo_openstack::SessionCache;
 use capo_openstack::credentials::NilSelectorPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 use kube::runtime::controller::Action;
 
@@ -125,6 +126,8 @@ pub struct Context {
     objects: Mutex<HashMap<String, (String, String)>>,
     nudge: Mutex<Option<futures::channel::mpsc::UnboundedSender<(String, String)>>>,
     resyncs: Arc<Resyncs>,
+    started_at: k8s_openapi::jiff::Timestamp,
+    unseen_creates: Mutex<HashSet<String>>,
 }
 
 /// Converged objects to look at again once the sync period has passed, by controller:
@@ -263,7 +266,29 @@ impl Context {
             objects: Mutex::new(HashMap::new()),
             nudge: Mutex::new(None),
             resyncs: Arc::new(Resyncs::default()),
+            started_at: k8s_openapi::jiff::Timestamp::now(),
+            unseen_creates: Mutex::new(HashSet::new()),
         })
+    }
+
+    /// Remember that a create for `key` may have happened without its outcome being seen
+    /// (a create or a later step of the same pass failed: the reply may be lost while the
+    /// cloud still makes the resource).
+    pub fn mark_unseen_create(&self, key: &str) {
+        if let Ok(mut m) = self.unseen_creates.lock() {
+            m.insert(key.to_owned());
+        }
+    }
+
+    /// Whether creates for `key`, an object created at `created`, may have had outcomes this
+    /// context never saw: the object is older than this context (an earlier process may have
+    /// been killed while the cloud was still making something), or a pass of this context
+    /// failed while creating ([`Context::mark_unseen_create`]). Taken out of the table: the
+    /// caller looks for strays once. Costs nothing for objects this process made from the
+    /// start without a failure, the bulk of a scale-out.
+    pub fn take_unseen_creates(&self, key: &str, created: Option<&Time>) -> bool {
+        let marked = self.unseen_creates.lock().is_ok_and(|mut m| m.remove(key));
+        marked || created.is_none_or(|t| t.0 < self.started_at)
     }
 
     /// The API of `K` the controllers watch: the `--namespace` one, or all namespaces.
@@ -461,6 +486,9 @@ impl Context {
             m.remove(key);
         }
         if let Ok(mut m) = self.objects.lock() {
+            m.remove(key);
+        }
+        if let Ok(mut m) = self.unseen_creates.lock() {
             m.remove(key);
         }
         self.pace.forget(key);

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::owner::{ServerOwner, pick, split_duplicates};
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::get_opt;
+use crate::ownership::Ownership;
 
 /// A port made (or adopted) for the server, and its trunk when one was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +119,39 @@ async fn find_port(
         |p| &p.id,
         |p| owner.classify_tags(&p.tags),
     )
+}
+
+/// Delete the ports named and placed like `spec` other than `keep` that no server uses and no
+/// other owner tagged: what a create whose outcome was never seen left behind once the server
+/// was made with another port. Neutron may commit a port whose POST is still under way when
+/// its reply is lost or its caller is killed, after the next attempt has looked by name and
+/// created its own; such a port carries no tag yet (tags follow the create), so neither that
+/// lookup nor the delete path (which looks by name only for names it has not found) would ever
+/// see it again. Returns how many were deleted.
+pub async fn delete_stray_ports(
+    s: &Session,
+    owner: &ServerOwner,
+    spec: &ResolvedPortSpec,
+    keep: &str,
+) -> Result<usize> {
+    let filter = ListFilter::by_name(&spec.name).with("network_id", spec.network_id.clone());
+    let found: Vec<Port> = net::list(s, PORT, &filter)
+        .await
+        .ctx(|| format!("list ports {:?}", spec.name))?;
+    let stray: Vec<&Port> = found
+        .iter()
+        .filter(|p| is_stray(p, keep, owner.classify_tags(&p.tags)))
+        .collect();
+    for p in &stray {
+        tracing::warn!(name = %spec.name, id = %p.id, kept = %keep, "deleting a stray port left by a create whose reply was lost");
+        crate::networking::lookup::delete_opt(s, PORT, &p.id).await?;
+    }
+    Ok(stray.len())
+}
+
+/// Whether `p`, found by our port's name, is a stray duplicate of port `keep`.
+fn is_stray(p: &Port, keep: &str, class: Ownership) -> bool {
+    p.id != keep && p.device_id.is_empty() && !matches!(class, Ownership::Foreign(_))
 }
 
 /// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
@@ -265,6 +299,16 @@ mod tests {
 
     fn ids(ps: &[Port]) -> Vec<&str> {
         ps.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    #[test]
+    fn strays_are_unattached_unforeign_ports_other_than_the_kept_one() {
+        let stray = |p: &Port| super::is_stray(p, "k", class(p));
+        assert!(!stray(&port("k", "", &["ours"])), "the kept port");
+        assert!(stray(&port("a", "", &[])), "untagged, unattached");
+        assert!(stray(&port("b", "", &["ours"])), "ours, unattached");
+        assert!(!stray(&port("c", "srv", &[])), "attached to a server");
+        assert!(!stray(&port("z", "", &["theirs"])), "another owner's");
     }
 
     #[test]

@@ -79,7 +79,10 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     let req = match recorded {
         // The server exists (or existed): ensure_server only looks it up, never creates.
         Some(_) => ServerRequest::default(),
-        None => match prepare(scope, &s, &spec, &resolved).await? {
+        None => match prepare(scope, &s, &spec, &resolved)
+            .await
+            .inspect_err(|_| scope.ctx.mark_unseen_create(&key))?
+        {
             Progress::Done(req) => req,
             Progress::Waiting(why) | Progress::Stuck(why) => {
                 return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
@@ -87,13 +90,16 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         },
     };
     match instance::ensure_server(&s, &scope.owner, &req, recorded.as_deref()).await {
-        Ok((server, Progress::Done(()))) => ready(scope, &s, server).await,
+        Ok((server, Progress::Done(()))) => ready(scope, &s, server, &resolved).await,
         Ok((server, _)) => not_ready(scope, server).await,
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
         }
         Err(capo_cloud::Error::NotFound { kind: "server", .. }) => deleted(scope).await,
-        Err(e) => Err(e.into()),
+        Err(e) => {
+            scope.ctx.mark_unseen_create(&key);
+            Err(e.into())
+        }
     }
 }
 
@@ -273,8 +279,20 @@ pub(crate) fn addresses(server: &Server) -> Vec<MachineAddress> {
     out
 }
 
-async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Action> {
+async fn ready(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    server: Server,
+    resolved: &ResolvedMachineSpec,
+) -> Result<Action> {
     let first = !scope.status.ready;
+    if first
+        && scope
+            .ctx
+            .take_unseen_creates(&scope.key(), scope.obj.creation_timestamp().as_ref())
+    {
+        delete_stray_ports(scope, s, resolved).await?;
+    }
     scope.status.instance_id = Some(server.id.clone());
     scope.status.instance_state = Some(server.status.clone());
     scope.status.addresses = addresses(&server);
@@ -297,6 +315,26 @@ async fn ready(scope: &mut Scope<'_>, s: &Session, server: Server) -> Result<Act
     let fp = fingerprint(scope.obj, &scope.status)?;
     scope.ctx.set_converged(&scope.key(), fp, true);
     Ok(scope.resync_later())
+}
+
+/// Delete the strays of the server's ports ([`instance::delete_stray_ports`]), once the server
+/// runs with the recorded ones: a port whose create was still under way when its reply was
+/// lost, or its controller killed, has been committed by then. Left for a later pass when it
+/// fails (the first ready pass looks again).
+async fn delete_stray_ports(
+    scope: &mut Scope<'_>,
+    s: &Session,
+    resolved: &ResolvedMachineSpec,
+) -> Result<()> {
+    for (i, spec) in resolved.ports.iter().enumerate() {
+        let Some(keep) = recorded_port(scope, i) else {
+            continue;
+        };
+        instance::delete_stray_ports(s, &scope.owner, spec, &keep)
+            .await
+            .inspect_err(|_| scope.ctx.mark_unseen_create(&scope.key()))?;
+    }
+    Ok(())
 }
 
 /// Whether an OpenStackMachine controls this server.

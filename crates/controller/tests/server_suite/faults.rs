@@ -3,10 +3,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::common::Harness;
+use crate::common::{Harness, poll};
 use crate::machines::*;
 use capo_controller::conditions;
-use capo_sim::FaultSpec;
+use capo_sim::{Delays, FaultSpec};
+use serde_json::{Value, json};
 
 fn lost_reply(path: &str) -> FaultSpec {
     serde_json::from_value(serde_json::json!({
@@ -68,6 +69,59 @@ async fn lost_replies_on_creates_yield_exactly_one_of_each() {
     delete_machine(&h, "w-0").await;
     wait_machine_gone(&h, "w-0", 60).await;
     assert_eq!(counts(&h, "w-0").await, [0, 0, 0]);
+}
+
+/// A port create whose reply was lost while Neutron was still making the port: the next
+/// attempt (here, controllers started again, as after a kill) found nothing by name and made
+/// its own, then the first port is committed. Played by building the server slowly and adding
+/// an untagged, unattached port of the same name and network once the controllers' own port
+/// and server exist (what the real services do now and then in
+/// `controllers_killed_at_any_point_converge_to_one_of_each`). The restarted controllers look
+/// for such strays once, when the server is first ACTIVE, and delete it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_replies_committed_late_leave_no_stray_port() {
+    let (h, c) = ready_cluster("late", CLUSTER_FIP).await;
+    let ctl = h.sim().control();
+    ctl.set_delays(Delays {
+        server_build_ms: 5000,
+        ..ctl.delays()
+    });
+    create_machine(&h, "c1", "w-late", false, MACHINE).await;
+    let port: Value = poll(
+        30,
+        || async {
+            let port = sim_items(&h, "ports")
+                .into_iter()
+                .find(|p| p["name"] == "w-late-0");
+            (counts(&h, "w-late").await == [1, 1, 0])
+                .then_some(port)
+                .flatten()
+        },
+        || async { "timed out waiting for the machine's port and server".to_owned() },
+    )
+    .await;
+    drop(c);
+    let stray: Value = capo_openstack::network::create(
+        &session(&h).await,
+        capo_openstack::network::PORT,
+        &json!({"name": "w-late-0", "network_id": port["network_id"]}),
+    )
+    .await
+    .unwrap();
+    let _c = start(&h);
+    let m = wait_machine_ready(&h, "w-late").await;
+    let ports = items(&h, "ports").await;
+    let ours: Vec<&Value> = ports.iter().filter(|p| p["name"] == "w-late-0").collect();
+    assert_eq!(ours.len(), 1, "the stray is deleted: {ours:?}");
+    assert_eq!(ours[0]["id"], port["id"], "the server's port is kept");
+    assert_ne!(ours[0]["id"], stray["id"]);
+    assert_eq!(
+        m.status.unwrap().instance_id.as_deref(),
+        ours[0]["device_id"].as_str()
+    );
+    delete_machine(&h, "w-late").await;
+    wait_machine_gone(&h, "w-late", 60).await;
+    assert_eq!(counts(&h, "w-late").await, [0, 0, 0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
