@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::owner::{ServerOwner, pick, split_duplicates};
 use crate::error::{Context, Error, Result};
 use crate::networking::lookup::get_opt;
-use crate::ownership::Ownership;
 
 /// A port made (or adopted) for the server, and its trunk when one was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +97,24 @@ async fn find_port(
             |p| owner.classify_tags(&p.tags),
         );
     }
+    let keep = named_ports(s, owner, spec).await?;
+    pick(
+        "port",
+        &spec.name,
+        keep,
+        |p| &p.id,
+        |p| owner.classify_tags(&p.tags),
+    )
+}
+
+/// The ports named and placed like `spec`, less the duplicates a create whose reply was lost
+/// left, which are deleted ([`split_duplicates`]: one kept, an attached one first; never
+/// another owner's).
+async fn named_ports(
+    s: &Session,
+    owner: &ServerOwner,
+    spec: &ResolvedPortSpec,
+) -> Result<Vec<Port>> {
     let filter = ListFilter::by_name(&spec.name).with("network_id", spec.network_id.clone());
     let found: Vec<Port> = net::list(s, PORT, &filter)
         .await
@@ -112,46 +129,21 @@ async fn find_port(
         tracing::warn!(name = %spec.name, id = %dup.id, "deleting a duplicate port left by a lost create reply");
         crate::networking::lookup::delete_opt(s, PORT, &dup.id).await?;
     }
-    pick(
-        "port",
-        &spec.name,
-        keep,
-        |p| &p.id,
-        |p| owner.classify_tags(&p.tags),
-    )
+    Ok(keep)
 }
 
-/// Delete the ports named and placed like `spec` other than `keep` that no server uses and no
-/// other owner tagged: what a create whose outcome was never seen left behind once the server
-/// was made with another port. Neutron may commit a port whose POST is still under way when
-/// its reply is lost or its caller is killed, after the next attempt has looked by name and
-/// created its own; such a port carries no tag yet (tags follow the create), so neither that
-/// lookup nor the delete path (which looks by name only for names it has not found) would ever
-/// see it again. Returns how many were deleted.
-pub async fn delete_stray_ports(
+/// Delete the duplicates of a server's port once the server runs with it (attached, so it
+/// is the one kept). Neutron may commit a port whose POST was still under way when its reply
+/// was lost or its caller killed, after the next attempt looked by name and created its own;
+/// such a port carries no tag yet (tags follow the create), so neither that lookup, done
+/// before it was committed, nor the delete path (which looks by name only for names it has
+/// not found) would see it again.
+pub async fn delete_duplicate_ports(
     s: &Session,
     owner: &ServerOwner,
     spec: &ResolvedPortSpec,
-    keep: &str,
-) -> Result<usize> {
-    let filter = ListFilter::by_name(&spec.name).with("network_id", spec.network_id.clone());
-    let found: Vec<Port> = net::list(s, PORT, &filter)
-        .await
-        .ctx(|| format!("list ports {:?}", spec.name))?;
-    let stray: Vec<&Port> = found
-        .iter()
-        .filter(|p| is_stray(p, keep, owner.classify_tags(&p.tags)))
-        .collect();
-    for p in &stray {
-        tracing::warn!(name = %spec.name, id = %p.id, kept = %keep, "deleting a stray port left by a create whose reply was lost");
-        crate::networking::lookup::delete_opt(s, PORT, &p.id).await?;
-    }
-    Ok(stray.len())
-}
-
-/// Whether `p`, found by our port's name, is a stray duplicate of port `keep`.
-fn is_stray(p: &Port, keep: &str, class: Ownership) -> bool {
-    p.id != keep && p.device_id.is_empty() && !matches!(class, Ownership::Foreign(_))
+) -> Result<()> {
+    named_ports(s, owner, spec).await.map(drop)
 }
 
 /// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
@@ -299,16 +291,6 @@ mod tests {
 
     fn ids(ps: &[Port]) -> Vec<&str> {
         ps.iter().map(|p| p.id.as_str()).collect()
-    }
-
-    #[test]
-    fn strays_are_unattached_unforeign_ports_other_than_the_kept_one() {
-        let stray = |p: &Port| super::is_stray(p, "k", class(p));
-        assert!(!stray(&port("k", "", &["ours"])), "the kept port");
-        assert!(stray(&port("a", "", &[])), "untagged, unattached");
-        assert!(stray(&port("b", "", &["ours"])), "ours, unattached");
-        assert!(!stray(&port("c", "srv", &[])), "attached to a server");
-        assert!(!stray(&port("z", "", &["theirs"])), "another owner's");
     }
 
     #[test]

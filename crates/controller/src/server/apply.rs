@@ -291,7 +291,7 @@ async fn ready(
             .ctx
             .take_unseen_creates(&scope.key(), scope.obj.creation_timestamp().as_ref())
     {
-        delete_stray_ports(scope, s, resolved).await?;
+        delete_duplicate_ports(scope, s, resolved).await?;
     }
     scope.status.instance_id = Some(server.id.clone());
     scope.status.instance_state = Some(server.status.clone());
@@ -317,20 +317,17 @@ async fn ready(
     Ok(scope.resync_later())
 }
 
-/// Delete the strays of the server's ports ([`instance::delete_stray_ports`]), once the server
-/// runs with the recorded ones: a port whose create was still under way when its reply was
-/// lost, or its controller killed, has been committed by then. Left for a later pass when it
-/// fails (the first ready pass looks again).
-async fn delete_stray_ports(
+/// Delete the duplicates of the server's ports ([`instance::delete_duplicate_ports`]) once the
+/// server runs with them: a port whose create was still under way when its reply was lost, or
+/// its controller killed, has been committed by then. Left for a later pass when it fails (the
+/// first ready pass looks again).
+async fn delete_duplicate_ports(
     scope: &mut Scope<'_>,
     s: &Session,
     resolved: &ResolvedMachineSpec,
 ) -> Result<()> {
-    for (i, spec) in resolved.ports.iter().enumerate() {
-        let Some(keep) = recorded_port(scope, i) else {
-            continue;
-        };
-        instance::delete_stray_ports(s, &scope.owner, spec, &keep)
+    for spec in &resolved.ports {
+        instance::delete_duplicate_ports(s, &scope.owner, spec)
             .await
             .inspect_err(|_| scope.ctx.mark_unseen_create(&scope.key()))?;
     }
