@@ -27,6 +27,10 @@ oci_base_rootfs() {
   printf 'root:x:0:\nnonroot:x:65532:\n' >"$dir/etc/group"
   # Static glibc resolves names through files then DNS without loading any library.
   printf 'hosts: files dns\n' >"$dir/etc/nsswitch.conf"
+  # The layer keeps modes as they are on disk: set them, so that a caller's umask (077 leaves
+  # /etc unreadable to 65532, and with it the CA bundle) cannot change the image.
+  chmod 0755 "$dir" "$dir/etc" "$dir/etc/ssl" "$dir/etc/ssl/certs"
+  chmod 0644 "$dir/etc/passwd" "$dir/etc/group" "$dir/etc/nsswitch.conf" "$dir/etc/ssl/certs/ca-certificates.crt"
 }
 
 oci_image() {
