@@ -4,16 +4,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kscheme "k8s.io/client-go/kubernetes/scheme"
 	cliflag "k8s.io/component-base/cli/flag"
 	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cert-manager/cert-manager/capo-cmd/internal/run"
@@ -64,7 +71,11 @@ func main() {
 		}
 	}
 	opts := ctrl.Options{
-		Scheme:                        scheme,
+		Scheme: scheme,
+		// Secrets are read from the API server, not from an informer: a reconcile started by the
+		// metadata-only watch of a new Secret must see it (and listing every Secret in full is
+		// what upstream avoids too).
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		LeaderElection:                cfg.LeaderElectionConfig.Enabled,
 		LeaderElectionNamespace:       cfg.LeaderElectionConfig.Namespace,
 		LeaderElectionID:              "cert-manager-cainjector-leader-election",
@@ -74,12 +85,32 @@ func main() {
 		RetryPeriod:                   &cfg.LeaderElectionConfig.RetryPeriod,
 		Metrics:                       metricsserver.Options{BindAddress: cfg.MetricsListenAddress},
 	}
+	opts.Cache = cache.Options{ReaderFailOnMissingInformer: true}
 	if cfg.Namespace != "" {
-		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}}
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{cfg.Namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(restConfig, opts)
 	if err != nil {
 		run.Fail("cainjector", fmt.Errorf("creating the manager: %w", err))
+	}
+	// The Certificate data source watches Certificates: wait (up to 5 minutes) for their CRD, which
+	// is applied with this Deployment.
+	if cfg.EnableDataSourceConfig.Certificates {
+		direct, err := client.New(restConfig, client.Options{Scheme: scheme})
+		if err != nil {
+			run.Fail("cainjector", err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := direct.Get(ctx, types.NamespacedName{Name: "certificates.cert-manager.io"}, &apiext.CustomResourceDefinition{})
+			if apierrors.IsNotFound(err) {
+				log.Info("waiting for the certificates.cert-manager.io CRD")
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			run.Fail("cainjector", fmt.Errorf("the certificates.cert-manager.io CRD: %w", err))
+		}
 	}
 	err = cainjector.RegisterAllInjectors(ctx, mgr, cainjector.SetupOptions{
 		Namespace:                    cfg.Namespace,

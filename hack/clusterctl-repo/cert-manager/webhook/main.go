@@ -5,6 +5,7 @@ package main
 
 import (
 	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/cert-manager/cert-manager/capo-cmd/internal/run"
 	cmwebhook "github.com/cert-manager/cert-manager/internal/webhook"
@@ -23,6 +24,7 @@ func main() {
 
 	ctx := run.Context()
 	log := logf.Log.WithName("webhook")
+	ctrl.SetLogger(log) // the admission handlers log (and report recovered panics) through it
 	srv, err := cmwebhook.NewCertManagerWebhookServer(log, *cfg)
 	if err != nil {
 		run.Fail("webhook", err)
