@@ -25,12 +25,16 @@ pub fn filter_for(verbosity: u8) -> String {
 }
 
 /// Install the global subscriber (stderr). `RUST_LOG`, when set, replaces the `-v` mapping.
+/// Text is coloured only on a terminal: in a Pod, stderr is a pipe the container runtime
+/// writes to a file, where escape codes would only garble `kubectl logs` and log collectors.
 /// Calling it twice (tests, the demo) keeps the first subscriber.
 pub fn init(verbosity: u8, format: LogFormat) {
+    use std::io::IsTerminal;
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter_for(verbosity)));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
