@@ -6,7 +6,8 @@
 # leaves it:
 #   node address  10.250.0.1 on the namespace's lo (API server https://10.250.0.1:6443)
 #   pods          10.251.0.0/24 on the bridge cni0 inside the namespace
-#   services      10.252.0.0/24 (kube-proxy, iptables mode); kubernetes.default is 10.252.0.1
+#   services      10.252.0.0/24 (kube-proxy, iptables mode), routed to the bridge so the node's
+#                 own connections reach kube-proxy's rules; kubernetes.default is 10.252.0.1
 #   local range   10.253.0.0/16 routed to lo: whatever listens there (capo-sim, the workload
 #                 emulator's endpoints) is reachable from the node and from every pod
 # The namespace has no route anywhere else.
@@ -227,6 +228,12 @@ start() {
   in_ns ip link set lo up
   in_ns ip addr add "$NODE_IP/32" dev lo
   in_ns ip route add local "$LOCAL_RANGE" dev lo
+  # The pods' bridge, made here rather than by the CNI plugin (which takes it as it finds it),
+  # so service addresses can be routed to it: a connection from the node itself (the API
+  # server calling a webhook) needs a route before kube-proxy's DNAT sends it to a pod.
+  in_ns ip link add cni0 type bridge
+  in_ns ip link set cni0 up
+  in_ns ip route add "$SERVICE_CIDR" dev cni0
   # Pods reach services through kube-proxy's rules on the bridge; forwarding stays inside the
   # namespace (it has no other interface).
   in_ns sysctl -qw net.ipv4.ip_forward=1
@@ -241,7 +248,7 @@ start() {
     --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
     --unsafe-no-fsync
   daemon "$dir" kube-apiserver "$env/bin/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
-    --advertise-address "$NODE_IP" --bind-address 0.0.0.0 --secure-port 6443 \
+    --advertise-address "$NODE_IP" --bind-address "$NODE_IP" --secure-port 6443 \
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --client-ca-file "$dir/pki/ca.crt" --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
     --kubelet-client-certificate "$dir/pki/apiserver-kubelet-client.crt" --kubelet-client-key "$dir/pki/apiserver-kubelet-client.key" \
