@@ -30,7 +30,7 @@ import (
 )
 
 // listeners serves the workload clusters: one TLS listener per cluster on exactly the address of
-// its control plane endpoint (a loopback address: each capo cluster has its own floating IP and
+// its control plane endpoint (an address in the served range: each capo cluster has its own floating IP and
 // port 6443, so clusters are told apart by address, not by port). Requests are resolved to the
 // cluster's in-memory resource group by the address they arrived on.
 type listeners struct {

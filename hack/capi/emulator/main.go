@@ -1,18 +1,24 @@
 // Command capo-workload-emulator makes Machines created by the real Cluster API controllers come
 // alive without real servers: for every workload cluster whose control plane endpoint is a
-// loopback address, it serves an in-memory API server and etcd (the public in-memory packages of
+// loopback address (or inside --serve-cidr), it serves an in-memory API server and etcd (the public in-memory packages of
 // the Cluster API test module) on exactly that address, and fills it with what kubeadm, the
 // kubelets and the cloud controller manager would make appear there: Nodes with the Machines'
 // providerIDs, the control plane static pods and etcd members, kubeadm-config, kube-proxy and
 // CoreDNS. OpenStackMachine instance states drive Node readiness and deletion.
 //
-//	capo-workload-emulator --kubeconfig <management cluster kubeconfig> [--namespace <ns>] [-v <n>]
+//	capo-workload-emulator --kubeconfig <management cluster kubeconfig> [--namespace <ns>]
+//	    [--serve-cidr <IPv4 CIDR>] [-v <n>]
+//
+// --serve-cidr widens what it serves beyond 127.0.0.0/8 to a range the caller has routed to the
+// loopback interface of a network namespace of its own (hack/mgmt-cluster.sh routes 10.253.0.0/16
+// there, so the management cluster's pods reach the endpoints); it never binds a real interface.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -50,16 +56,23 @@ func main() {
 	flags := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
 	var kubeconfig, namespace string
 	var verbosity int
+	var serveCIDR string
 	flags.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (required)")
 	flags.StringVar(&namespace, "namespace", "", "watch only this namespace (default: all namespaces)")
+	flags.StringVar(&serveCIDR, "serve-cidr", "127.0.0.0/8", "serve endpoints in this IPv4 range (loopback, or routed to lo in the caller's own network namespace)")
 	flags.IntVar(&verbosity, "v", 0, "log verbosity: 0 lifecycle events, 1 waits, 2 refused requests, 4 every workload API request")
 	flags.Usage = func() {
-		fmt.Fprintf(flags.Output(), "usage: %s --kubeconfig <file> [--namespace <ns>] [-v <n>]\n", os.Args[0])
+		fmt.Fprintf(flags.Output(), "usage: %s --kubeconfig <file> [--namespace <ns>] [--serve-cidr <cidr>] [-v <n>]\n", os.Args[0])
 		flags.PrintDefaults()
 	}
 	_ = flags.Parse(os.Args[1:])
 	if kubeconfig == "" || flags.NArg() > 0 {
 		flags.Usage()
+		os.Exit(2)
+	}
+	_, serve, err := net.ParseCIDR(serveCIDR)
+	if err != nil || serve.IP.To4() == nil {
+		fmt.Fprintf(flags.Output(), "--serve-cidr %q: not an IPv4 CIDR\n", serveCIDR)
 		os.Exit(2)
 	}
 
@@ -68,13 +81,13 @@ func main() {
 		func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339TimeEncoder })
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
-	if err := run(kubeconfig, namespace, log.WithName("emulator")); err != nil {
+	if err := run(kubeconfig, namespace, serve, log.WithName("emulator")); err != nil {
 		log.Error(err, "Exiting")
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace string, log logr.Logger) error {
+func run(kubeconfig, namespace string, serve *net.IPNet, log logr.Logger) error {
 	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -120,7 +133,7 @@ func run(kubeconfig, namespace string, log logr.Logger) error {
 
 	l := newListeners(inmem, log)
 	defer l.stopAll()
-	e := &emulator{client: mgr.GetClient(), inmem: inmem, listeners: l, log: log, refused: map[types.NamespacedName]string{}}
+	e := &emulator{client: mgr.GetClient(), inmem: inmem, listeners: l, log: log, serve: serve, refused: map[types.NamespacedName]string{}}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("workload-emulator").
 		For(&clusterv1.Cluster{}).

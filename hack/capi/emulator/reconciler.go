@@ -51,6 +51,7 @@ type emulator struct {
 	inmem     inmemoryruntime.Manager
 	listeners *listeners
 	log       logr.Logger
+	serve     *net.IPNet // endpoints served: 127.0.0.0/8 unless --serve-cidr says otherwise
 	// infraWatched is set once OpenStackMachines are watched; until then (no such CRD) every
 	// instance counts as present and running.
 	infraWatched atomic.Bool
@@ -73,7 +74,7 @@ func (e *emulator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	addr, ok := e.endpoint(log, req.NamespacedName, cluster)
 	if !ok {
-		e.forget(log, req.NamespacedName, group, "no loopback control plane endpoint")
+		e.forget(log, req.NamespacedName, group, "no control plane endpoint in the served range")
 		return ctrl.Result{}, nil
 	}
 	ca, err := e.authority(ctx, req.Namespace, req.Name+"-ca")
@@ -124,8 +125,9 @@ func (e *emulator) forget(log logr.Logger, key types.NamespacedName, group, why 
 	}
 }
 
-// endpoint returns the address to serve: the control plane endpoint, when it is a loopback IPv4
-// address (anything else would mean binding a real interface, which this test tool never does).
+// endpoint returns the address to serve: the control plane endpoint, when it is an IPv4 address
+// in the served range (loopback by default; anything else would mean binding a real interface,
+// which this test tool never does).
 func (e *emulator) endpoint(log logr.Logger, key types.NamespacedName, cluster *clusterv1.Cluster) (string, bool) {
 	ep := cluster.Spec.ControlPlaneEndpoint
 	if ep.Host == "" || ep.Port <= 0 {
@@ -133,13 +135,13 @@ func (e *emulator) endpoint(log logr.Logger, key types.NamespacedName, cluster *
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 	ip := net.ParseIP(ep.Host)
-	if ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+	if ip == nil || ip.To4() == nil || !e.serve.Contains(ip) {
 		e.mu.Lock()
 		reported := e.refused[key] == addr
 		e.refused[key] = addr
 		e.mu.Unlock()
 		if !reported {
-			log.Info("Not serving this cluster: its control plane endpoint is not a loopback IPv4 address (127.0.0.0/8)", "endpoint", addr)
+			log.Info("Not serving this cluster: its control plane endpoint is not an IPv4 address in the served range", "endpoint", addr, "served", e.serve.String())
 		}
 		return "", false
 	}
