@@ -2,8 +2,9 @@
 # Builds the capo-controller-manager container image offline and reproducibly, without a container
 # engine or a registry (the Dockerfile is the online equivalent):
 #   1. a static binary: `cargo build --release --locked` for x86_64-unknown-linux-gnu with glibc
-#      linked in (+crt-static), the checkout, cargo home and target paths remapped so the binary
-#      does not depend on where it was built; checked to be static and to run (--help);
+#      linked in (+crt-static), from a copy of the sources at a fixed place in the cache, with
+#      its, cargo home's and the target directory's paths remapped so the binary does not depend
+#      on where it was built; checked to be static and to run (--help);
 #   2. an image from scratch (hack/lib/oci.sh): the binary as /manager, /etc/passwd and group
 #      with nonroot 65532, nsswitch.conf, Debian's CA bundle, /tmp; ENTRYPOINT ["/manager"],
 #      USER 65532:65532, OCI labels; written as an OCI image-layout archive that
@@ -69,11 +70,20 @@ source "$src/hack/lib/oci.sh"
 # has the files and dns NSS modules built in, so the static binary resolves names from
 # /etc/hosts and DNS without loading any library. The manager in a pod reaches the API server by
 # IP (KUBERNETES_SERVICE_HOST), OpenStack by the names in clouds.yaml.
+#
+# The build runs on a copy of the sources at a fixed place in the cache: RUSTFLAGS (which name
+# the source path to remap) are part of every crate's fingerprint, so building each fresh
+# clone where it lies would rebuild every dependency (minutes); from the fixed copy only the
+# workspace's own crates rebuild.
 target=x86_64-unknown-linux-gnu
-export RUSTFLAGS="-C target-feature=+crt-static --remap-path-prefix=$src=/capo --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$CARGO_TARGET_DIR=/target"
+build_src="$cache/image-src"
+rm -rf "$build_src"
+mkdir -p "$build_src"
+cp -a "$src/Cargo.toml" "$src/Cargo.lock" "$src/rust-toolchain.toml" "$src/crates" "$build_src/"
+export RUSTFLAGS="-C target-feature=+crt-static --remap-path-prefix=$build_src=/capo --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$CARGO_TARGET_DIR=/target"
 say "building $name (release, static glibc, $target; a cold build takes tens of minutes)"
 start=$SECONDS
-(cd "$src" && cargo build --release --locked --target "$target" -p capo-manager --bin "$name") >>"$log" 2>&1 ||
+(cd "$build_src" && cargo build --release --locked --target "$target" -p capo-manager --bin "$name") >>"$log" 2>&1 ||
   { say "cargo build failed (log: $log)"; tail -n 40 "$log" >&2; exit 1; }
 bin="$CARGO_TARGET_DIR/$target/release/$name"
 say "built in $((SECONDS - start)) s: $(stat -c %s "$bin") bytes, sha256 $(sha256sum "$bin" | cut -c1-64)"
