@@ -11,6 +11,9 @@
 #   4. end to end: the real Cluster API v1.14 controllers, clusterctl and a workload-cluster
 #      emulator drive capo on capo-sim (hack/e2e.sh, in a loopback-only network namespace), then
 #      a short fault soak on the same setup (hack/soak.sh: faults, SIGKILLed manager, no leak),
+#      then the installed tier (hack/installed.sh): capo's release image installed by
+#      `clusterctl init` beside cert-manager and Cluster API on a real single-node management
+#      cluster (a kubelet, containerd), a cluster created, scaled and deleted through it,
 #   5. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), and
 #      with CAPO_REAL_CONFORMANCE=1 the conformance suite replayed on them (differential fidelity).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 5 (for a quick local run; CI always runs it).
@@ -62,6 +65,9 @@ echo "using $CAPO_VENV"
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "image assembly is deterministic (hack/lib/oci.sh)"
+hack/tests/oci-determinism.sh
+
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -99,6 +105,11 @@ step "fault soak: 2 clusters x 1 cycle, random OpenStack faults, capo's manager 
 # fixed seed, so a failure here replays with the same schedule; the first kill lands 15 to 45 s
 # in, within the first cycle.
 CAPO_CAPI_BUILD_DIR="$capi_build_dir" hack/soak.sh --clusters 2 --cycles 1 --seed 1 --kill-interval 30
+
+step "installed: capo's release image and clusterctl init on a real management cluster (kubelet, containerd); a cluster created, scaled and deleted through it (docs/install.md)"
+# Builds (cached) the release, cert-manager and Cluster API as images, and the kubelet and its
+# companions; the cluster runs in a network namespace of its own (hack/mgmt-cluster.sh).
+hack/installed.sh
 
 if ! $real_openstack; then
   step "real OpenStack tier skipped (CAPO_SKIP_REAL_OPENSTACK=1); the other tiers passed"

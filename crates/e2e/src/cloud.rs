@@ -3,6 +3,7 @@
 //! workload-cluster emulator can listen on (inside the tier's network namespace).
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use capo_openstack::{
@@ -75,8 +76,15 @@ impl Cloud {
     /// Starts a simulator with the default seed but a loopback external network, and imports
     /// [`KEY_NAME`] into the scenario's project. The request log starts empty afterwards.
     pub async fn start() -> Result<Cloud, String> {
-        let external_cidr = next_range()?;
+        Cloud::start_in(SimConfig::default().listen, next_range()?).await
+    }
+
+    /// [`Cloud::start`] with the simulator listening on `listen` and the external network on
+    /// `external_cidr`: the installed tier (`crate::installed`) puts both in a range its
+    /// network namespace routes to lo, where the management cluster's pods reach them.
+    pub async fn start_in(listen: SocketAddr, external_cidr: String) -> Result<Cloud, String> {
         let mut config = SimConfig {
+            listen,
             delays: delays(),
             ..SimConfig::default()
         };

@@ -18,6 +18,7 @@ pub mod ansible;
 pub mod child_manager;
 pub mod cloud;
 pub mod cluster;
+pub mod installed;
 pub mod management;
 pub mod scenario;
 pub mod soak;

@@ -1,0 +1,227 @@
+//! The installed tier (docs/install.md, `hack/installed.sh`): capo as operators run it. A real
+//! single-node management cluster (`hack/mgmt-cluster.sh`: a kubelet, containerd, kube-proxy)
+//! on which `clusterctl init` installed cert-manager, Cluster API's core, kubeadm bootstrap and
+//! control-plane providers and capo's release from a local provider repository; every
+//! controller runs in a Pod from an image built here, under its own ServiceAccount and RBAC.
+//!
+//! This module is what the tier's Rust test needs beside that cluster: a kube client from its
+//! kubeconfig, a capo-sim and a workload-cluster emulator listening in the namespace's routed
+//! range (so the controllers' pods reach the cloud and the workload endpoints), and
+//! `clusterctl generate cluster` from the installed release (not from `templates/`).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+use crate::cloud::Cloud;
+use crate::cluster;
+
+/// The management cluster's kubeconfig (`hack/mgmt-cluster.sh start` prints it).
+pub const KUBECONFIG_VAR: &str = "CAPO_INSTALLED_KUBECONFIG";
+/// The clusterctl configuration naming the local provider repository.
+pub const CLUSTERCTL_CONFIG_VAR: &str = "CAPO_INSTALLED_CLUSTERCTL_CONFIG";
+/// capo's installed release (`v0.2.0`), as `clusterctl init` was given it.
+pub const VERSION_VAR: &str = "CAPO_INSTALLED_VERSION";
+/// Where capo-sim listens: an address of the namespace's routed range (hack/mgmt-cluster.sh).
+pub const SIM_LISTEN: &str = "10.253.0.1:0";
+/// The external network's range: floating IPs, so control-plane endpoints, the emulator serves.
+pub const EXTERNAL_CIDR: &str = "10.253.1.0/24";
+/// What the emulator may serve: the whole routed range.
+pub const SERVE_CIDR: &str = "10.253.0.0/16";
+/// capo's namespace, as `config/default` names it.
+pub const CAPO_NAMESPACE: &str = "capo-system";
+
+/// The installed management cluster, a cloud and the workload emulator.
+pub struct Installed {
+    /// A client of the management cluster, as its admin.
+    pub client: Client,
+    /// The scenario's cloud.
+    pub cloud: Cloud,
+    kubeconfig: PathBuf,
+    clusterctl_config: PathBuf,
+    version: String,
+    clusterctl: PathBuf,
+    emulator: Child,
+    emulator_log: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+fn env_path(var: &str) -> Result<PathBuf, String> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{var} is unset: run the installed tier with hack/installed.sh"))
+}
+
+impl Installed {
+    /// Connects to the cluster named by [`KUBECONFIG_VAR`], starts a capo-sim in the routed
+    /// range and the workload emulator. Must run inside the cluster's network namespace.
+    pub async fn start() -> Result<Installed, String> {
+        let kubeconfig = env_path(KUBECONFIG_VAR)?;
+        let clusterctl_config = env_path(CLUSTERCTL_CONFIG_VAR)?;
+        let version = std::env::var(VERSION_VAR)
+            .map_err(|_| format!("{VERSION_VAR} is unset: run hack/installed.sh"))?;
+        let capi = capo_testkit::capi::CapiDir::from_env()
+            .map_err(|e| e.to_string())?
+            .ok_or("CAPO_CAPI_BUILD_DIR is unset: run hack/installed.sh")?;
+        let kc = Kubeconfig::read_from(&kubeconfig)
+            .map_err(|e| format!("reading {}: {e}", kubeconfig.display()))?;
+        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| format!("kubeconfig {}: {e}", kubeconfig.display()))?;
+        let client = Client::try_from(config).map_err(|e| format!("kube client: {e}"))?;
+        let listen: SocketAddr = SIM_LISTEN
+            .parse()
+            .map_err(|e| format!("{SIM_LISTEN}: {e}"))?;
+        let cloud = Cloud::start_in(listen, EXTERNAL_CIDR.to_owned()).await?;
+        let logs = tempfile::tempdir().map_err(|e| format!("log directory: {e}"))?;
+        let emulator_log = logs.path().join("emulator.log");
+        let log = std::fs::File::create(&emulator_log).map_err(|e| e.to_string())?;
+        let emulator = Command::new(capi.bin("capo-workload-emulator"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--serve-cidr", SERVE_CIDR])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("starting the workload emulator: {e}"))?;
+        Ok(Installed {
+            client,
+            cloud,
+            kubeconfig,
+            clusterctl_config,
+            version,
+            clusterctl: capi.clusterctl(),
+            emulator,
+            emulator_log,
+            _logs: logs,
+        })
+    }
+
+    /// A new namespace named after `prefix`.
+    pub async fn namespace(&self, prefix: &str) -> Result<String, String> {
+        let ns: Namespace = serde_json::from_value(json!({
+            "metadata": {"generateName": format!("{prefix}-")}
+        }))
+        .map_err(|e| e.to_string())?;
+        let created = Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .map_err(|e| format!("creating a namespace: {e}"))?;
+        created
+            .metadata
+            .name
+            .ok_or_else(|| "the API server named no namespace".to_owned())
+    }
+
+    /// `clusterctl generate cluster` of the installed release's default flavor
+    /// (`cluster-template.yaml` from the local repository), for this cloud.
+    pub fn generate(
+        &self,
+        name: &str,
+        ns: &str,
+        control_planes: u32,
+        workers: u32,
+    ) -> Result<String, String> {
+        let (mut cmd, _home) = cluster::clusterctl_command(&self.clusterctl)?;
+        let out = cmd
+            .args(["generate", "cluster", name, "--infrastructure"])
+            .arg(format!("openstack:{}", self.version))
+            .arg("--config")
+            .arg(&self.clusterctl_config)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--target-namespace", ns])
+            .args(["--kubernetes-version", cluster::KUBERNETES_VERSION])
+            .arg("--control-plane-machine-count")
+            .arg(control_planes.to_string())
+            .arg("--worker-machine-count")
+            .arg(workers.to_string())
+            .envs(cluster::template_env(&self.cloud))
+            .output()
+            .map_err(|e| format!("running clusterctl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "clusterctl generate cluster failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        String::from_utf8(out.stdout).map_err(|e| format!("clusterctl output: {e}"))
+    }
+
+    /// capo's running pods (the Deployment's, by its provider label).
+    pub async fn capo_pods(&self) -> Result<Vec<Pod>, String> {
+        let pods = Api::<Pod>::namespaced(self.client.clone(), CAPO_NAMESPACE)
+            .list(
+                &ListParams::default().labels("cluster.x-k8s.io/provider=infrastructure-openstack"),
+            )
+            .await
+            .map_err(|e| format!("listing capo's pods: {e}"))?;
+        Ok(pods.items)
+    }
+
+    /// The last `lines` of the emulator's log (for failure messages).
+    pub fn emulator_tail(&self, lines: usize) -> String {
+        tail(&self.emulator_log, lines)
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let _ = self.emulator.kill();
+        let _ = self.emulator.wait();
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// What a pod's security settings fall short of the installed tier's promise (docs/install.md):
+/// non-root uid 65532, read-only root, no privilege escalation, every capability dropped,
+/// seccomp RuntimeDefault. Empty when all hold.
+pub fn security_gaps(pod: &Pod) -> Vec<String> {
+    let mut gaps = Vec::new();
+    let Some(spec) = &pod.spec else {
+        return vec!["no spec".to_owned()];
+    };
+    let pod_sc = spec.security_context.clone().unwrap_or_default();
+    if pod_sc.run_as_non_root != Some(true) {
+        gaps.push("pod securityContext.runAsNonRoot is not true".to_owned());
+    }
+    let seccomp = pod_sc.seccomp_profile.map(|p| p.type_);
+    if seccomp.as_deref() != Some("RuntimeDefault") {
+        gaps.push(format!(
+            "pod seccompProfile is {seccomp:?}, not RuntimeDefault"
+        ));
+    }
+    for c in &spec.containers {
+        let sc = c.security_context.clone().unwrap_or_default();
+        let name = &c.name;
+        if sc.read_only_root_filesystem != Some(true) {
+            gaps.push(format!("{name}: readOnlyRootFilesystem is not true"));
+        }
+        if sc.allow_privilege_escalation != Some(false) {
+            gaps.push(format!("{name}: allowPrivilegeEscalation is not false"));
+        }
+        let drop = sc.capabilities.and_then(|c| c.drop).unwrap_or_default();
+        if !drop.iter().any(|d| d == "ALL") {
+            gaps.push(format!("{name}: capabilities drop {drop:?}, not ALL"));
+        }
+        if sc.run_as_user.or(pod_sc.run_as_user) != Some(65532) {
+            gaps.push(format!("{name}: runAsUser is not 65532"));
+        }
+        if c.readiness_probe.is_none() || c.liveness_probe.is_none() {
+            gaps.push(format!("{name}: a readiness or liveness probe is missing"));
+        }
+    }
+    gaps
+}

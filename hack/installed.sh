@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The installed tier (docs/install.md): capo as operators run it. Builds capo's release (image and
+# clusterctl artifacts: hack/release.sh), a local clusterctl provider repository with cert-manager
+# and Cluster API's core, kubeadm bootstrap and control-plane providers as images built here
+# (hack/clusterctl-repo.sh), starts a real single-node management cluster (hack/mgmt-cluster.sh:
+# kubelet, containerd, kube-proxy, in a network namespace of its own), loads the images into its
+# containerd and runs `clusterctl init --wait-providers` from that repository, as docs/install.md
+# tells operators to. Then the scenario crates/e2e/tests/installed.rs: clusterctl's default
+# flavor created through the installed controllers on capo-sim, scaled and deleted, nothing
+# left in the cloud. Fails if capo's log holds a single Forbidden (its RBAC must be exactly
+# enough). Prints the figures the issue asks for (init to Available, capo's RSS).
+#
+#   hack/installed.sh           build what is missing (cached), run the tier, tear it all down
+#   hack/installed.sh --keep    leave the management cluster running afterwards (stop it with
+#                               hack/mgmt-cluster.sh stop <dir>)
+#
+# Environment: CAPO_INSTALLED_DIR (the cluster's state directory, default /tmp/capo-installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CAPO_CACHE_DIR:-$HOME/.cache/capo}/target}"
+export CARGO_INCREMENTAL=0
+
+say() { echo "installed: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+keep=false
+case "${1:-}" in
+  --keep) keep=true ;;
+  "") ;;
+  *) die "usage: $0 [--keep]" ;;
+esac
+
+version="v$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)"
+dir="${CAPO_INSTALLED_DIR:-/tmp/capo-installed}"
+export CAPO_MGMT_NETNS="${CAPO_MGMT_NETNS:-capo-installed}"
+
+say "building what the tier needs (cached after the first run)"
+env_dir="$(hack/test-env.sh | tail -n 1)"
+capi_dir="$(hack/capi.sh build | tail -n 1)"
+hack/mgmt-cluster.sh build >/dev/null
+repo_dir="$(hack/clusterctl-repo.sh build | tail -n 1)"
+release_dir="$(hack/release.sh "$version" | tail -n 1)"
+cargo test --locked -p capo-e2e --test installed --no-run 2>&1 | tail -n 3 >&2
+test_bin="$(cargo test --locked -p capo-e2e --test installed --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["executable"])
+')"
+[[ -x "$test_bin" ]] || die "could not find the installed tier's test binary"
+
+cleanup() {
+  local rc=$?
+  if ((rc != 0)) && [[ -d "$dir/logs" ]]; then
+    say "failed; the last lines of each component's log:"
+    for f in "$dir"/logs/*.log; do echo "--- $f" >&2; tail -n 15 "$f" >&2; done
+    hack/mgmt-cluster.sh exec kubectl get pods -A -o wide >&2 || true
+  fi
+  if $keep; then
+    say "kept: KUBECONFIG=$dir/kubeconfig, CAPO_MGMT_NETNS=$CAPO_MGMT_NETNS CAPO_MGMT_DIR=$dir hack/mgmt-cluster.sh exec kubectl ..."
+  else
+    hack/mgmt-cluster.sh stop "$dir" || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+kubeconfig="$(hack/mgmt-cluster.sh start "$dir" | tail -n 1)"
+export CAPO_MGMT_DIR="$dir"
+mx() { hack/mgmt-cluster.sh exec "$@"; }
+
+say "loading the images into the node's containerd"
+t0=$SECONDS
+archives=("$release_dir"/*.tar)
+while read -r _ archive; do archives+=("$repo_dir/$archive"); done <"$repo_dir/images.txt"
+hack/mgmt-cluster.sh load "${archives[@]}"
+say "${#archives[@]} images loaded in $((SECONDS - t0)) s"
+
+# The local repository's configuration with capo's release (already in clusterctl's layout,
+# {base}/infrastructure-openstack/{version}/) as the openstack infrastructure provider instead
+# of upstream's.
+mkdir -p "$dir/clusterctl"
+python3 - "$repo_dir/clusterctl.yaml" "$release_dir/infrastructure-components.yaml" >"$dir/clusterctl/clusterctl.yaml" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+text, n = re.subn(r"(name: openstack\n\s+type: InfrastructureProvider\n\s+url: )\S+", r"\g<1>file://" + sys.argv[2], text)
+if n != 1:
+    sys.exit("the repository's clusterctl.yaml has no openstack InfrastructureProvider entry")
+print(text, end="")
+PY
+config="$dir/clusterctl/clusterctl.yaml"
+
+say "clusterctl init (cert-manager, Cluster API core, kubeadm bootstrap and control plane, capo $version)"
+t0=$SECONDS
+mx env HOME="$dir" CLUSTERCTL_DISABLE_VERSIONCHECK=true "$capi_dir/bin/clusterctl" init \
+  --config "$config" --kubeconfig "$kubeconfig" \
+  --core "cluster-api:$(cat "$capi_dir/VERSION")" --bootstrap "kubeadm:$(cat "$capi_dir/VERSION")" \
+  --control-plane "kubeadm:$(cat "$capi_dir/VERSION")" --infrastructure "openstack:$version" \
+  --wait-providers --wait-provider-timeout 600
+init_s=$((SECONDS - t0))
+say "figures: clusterctl init to every provider Available: ${init_s} s"
+
+# capo's resident memory, read from its container's process (ctr names the task's pid).
+capo_rss() {
+  local cid pid
+  cid=$(mx kubectl -n capo-system get pods -l cluster.x-k8s.io/provider=infrastructure-openstack \
+    -o jsonpath='{.items[0].status.containerStatuses[0].containerID}')
+  cid=${cid#containerd://}
+  pid=$(ctr --address "$dir/containerd.sock" -n k8s.io tasks ls | awk -v id="$cid" '$1 == id {print $2}')
+  [[ -n "$pid" ]] || { echo "unknown"; return; }
+  awk '/^VmRSS/ {printf "%.1f MiB\n", $2 / 1024}' "/proc/$pid/status"
+}
+sleep 20
+say "figures: capo's RSS at idle, 20 s after init: $(capo_rss)"
+
+say "the scenario: clusterctl's default flavor through the installed providers"
+mx env CAPO_INSTALLED_KUBECONFIG="$kubeconfig" CAPO_INSTALLED_CLUSTERCTL_CONFIG="$config" \
+  CAPO_INSTALLED_VERSION="$version" CAPO_CAPI_BUILD_DIR="$capi_dir" \
+  "$test_bin" --nocapture --test-threads 1
+
+say "figures: capo's RSS after the scenario: $(capo_rss)"
+say "capo's log: no Forbidden (its RBAC is exactly enough)"
+mx kubectl -n capo-system logs deploy/capo-controller-manager >"$dir/logs/capo-pod.log"
+if grep -i forbidden "$dir/logs/capo-pod.log" >&2; then
+  die "capo's log holds Forbidden requests (above): its RBAC is not enough"
+fi
+# Written to a file by the container runtime, the log must be plain text.
+if grep -q $'\x1b\[' "$dir/logs/capo-pod.log"; then
+  die "capo's log in the pod holds terminal escape codes ($dir/logs/capo-pod.log)"
+fi
+say "all passed"
