@@ -367,6 +367,11 @@ load() {
 stop() {
   local dir pid name
   dir=$(state_dir "${1:-}")
+  # The pods' network namespaces, which containerd pins under /var/run/netns: read from the
+  # bundles of its tasks before anything stops.
+  local pod_netns
+  pod_netns=$(cat "$dir"/containerd/state/io.containerd.runtime.v2.task/k8s.io/*/config.json 2>/dev/null |
+    grep -o '/var/run/netns/cni-[0-9a-f-]*' | sort -u || true)
   # The kubelet first, so it restarts nothing; then the pods' processes (containerd's shims
   # and their children), then the control plane.
   for name in kubelet kube-proxy kube-scheduler kube-controller-manager; do
@@ -389,6 +394,9 @@ stop() {
   if [[ -d "$dir" ]]; then
     grep -o " $dir/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   fi
+  for name in $pod_netns; do umount "$name" 2>/dev/null || true; rm -f "$name"; done
+  # The kubelet's pod cgroups (empty now), so the next cluster starts from none.
+  find /sys/fs/cgroup/*/kubepods -depth -type d -exec rmdir {} + 2>/dev/null || true
   [[ -e "/run/netns/$netns" ]] && ip netns delete "$netns"
   rm -rf "$dir"
   say "stopped"
