@@ -5,9 +5,10 @@
 # (hack/clusterctl-repo.sh), starts a real single-node management cluster (hack/mgmt-cluster.sh:
 # kubelet, containerd, kube-proxy, in a network namespace of its own), loads the images into its
 # containerd and runs `clusterctl init --wait-providers` from that repository, as docs/install.md
-# tells operators to. Then the scenario crates/e2e/tests/installed.rs: clusterctl's default
+# tells operators to. Then the scenarios of crates/e2e/tests/installed.rs: clusterctl's default
 # flavor created through the installed controllers on capo-sim, scaled and deleted, nothing
-# left in the cloud. Fails if capo's log holds a single Forbidden (its RBAC must be exactly
+# left in the cloud; and two replicas of capo, the leader's pod deleted while it creates a
+# cluster, the other taking over with nothing created twice. Fails if capo's log holds a single Forbidden (its RBAC must be exactly
 # enough). Prints the figures the issue asks for (init to Available, capo's RSS).
 #
 #   hack/installed.sh           build what is missing (cached), run the tier, tear it all down
@@ -115,14 +116,16 @@ capo_rss() {
 sleep 20
 say "figures: capo's RSS at idle, 20 s after init: $(capo_rss)"
 
-say "the scenario: clusterctl's default flavor through the installed providers"
+say "the scenarios: the default flavor through the installed providers; a leader failover mid-create"
 mx env CAPO_INSTALLED_KUBECONFIG="$kubeconfig" CAPO_INSTALLED_CLUSTERCTL_CONFIG="$config" \
   CAPO_INSTALLED_VERSION="$version" CAPO_CAPI_BUILD_DIR="$capi_dir" \
   "$test_bin" --nocapture --test-threads 1
 
 say "figures: capo's RSS after the scenario: $(capo_rss)"
 say "capo's log: no Forbidden (its RBAC is exactly enough)"
-mx kubectl -n capo-system logs deploy/capo-controller-manager >"$dir/logs/capo-pod.log"
+# Every running replica's whole log (a selector alone would print only the last 10 lines).
+mx kubectl -n capo-system logs -l cluster.x-k8s.io/provider=infrastructure-openstack --tail=-1 --prefix \
+  >"$dir/logs/capo-pod.log"
 if grep -i forbidden "$dir/logs/capo-pod.log" >&2; then
   die "capo's log holds Forbidden requests (above): its RBAC is not enough"
 fi

@@ -307,6 +307,12 @@ EOF
     die "containerd did not start: $(tail -n 20 "$dir/logs/containerd.log")"
   CAPO_MGMT_DIR="$dir" load "$build/images/pause.tar"
 
+  # The kubelet's cgroups under one named after the namespace, so two clusters on one machine
+  # (or a cluster and another kubelet) never manage each other's pods.
+  local hierarchy
+  for hierarchy in /sys/fs/cgroup/*/; do
+    [[ -e "$hierarchy/cgroup.procs" ]] && mkdir -p "$hierarchy$netns"
+  done
   cat >"$dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -316,6 +322,7 @@ authentication:
   x509: {clientCAFile: $dir/pki/ca.crt}
 authorization: {mode: Webhook}
 cgroupDriver: cgroupfs
+cgroupRoot: /$netns
 containerRuntimeEndpoint: unix://$dir/containerd.sock
 failSwapOn: false
 address: $NODE_IP
@@ -395,8 +402,8 @@ stop() {
     grep -o " $dir/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   fi
   for name in $pod_netns; do umount "$name" 2>/dev/null || true; rm -f "$name"; done
-  # The kubelet's pod cgroups (empty now), so the next cluster starts from none.
-  find /sys/fs/cgroup/*/kubepods -depth -type d -exec rmdir {} + 2>/dev/null || true
+  # The kubelet's cgroups (empty now), so the next cluster starts from none.
+  find /sys/fs/cgroup/*/"$netns" -depth -type d -exec rmdir {} + 2>/dev/null || true
   [[ -e "/run/netns/$netns" ]] && ip netns delete "$netns"
   rm -rf "$dir"
   say "stopped"

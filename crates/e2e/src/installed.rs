@@ -9,12 +9,16 @@
 //! range (so the controllers' pods reach the cloud and the workload endpoints), and
 //! `clusterctl generate cluster` from the installed release (not from `templates/`).
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
@@ -30,12 +34,17 @@ pub const CLUSTERCTL_CONFIG_VAR: &str = "CAPO_INSTALLED_CLUSTERCTL_CONFIG";
 pub const VERSION_VAR: &str = "CAPO_INSTALLED_VERSION";
 /// Where capo-sim listens: an address of the namespace's routed range (hack/mgmt-cluster.sh).
 pub const SIM_LISTEN: &str = "10.253.0.1:0";
-/// The external network's range: floating IPs, so control-plane endpoints, the emulator serves.
-pub const EXTERNAL_CIDR: &str = "10.253.1.0/24";
+/// N of the next external network range 10.253.N.0/24 (floating IPs, so the control-plane
+/// endpoints the emulator serves): each [`Installed`] of a process takes its own.
+static NEXT_RANGE: AtomicU8 = AtomicU8::new(1);
 /// What the emulator may serve: the whole routed range.
 pub const SERVE_CIDR: &str = "10.253.0.0/16";
 /// capo's namespace, as `config/default` names it.
 pub const CAPO_NAMESPACE: &str = "capo-system";
+/// capo's Deployment, as `config/default` names it.
+pub const CAPO_DEPLOYMENT: &str = "capo-controller-manager";
+/// The leader-election Lease (upstream's ID, docs/manager.md).
+pub const CAPO_LEASE: &str = "controller-leader-election-capo";
 
 /// The installed management cluster, a cloud and the workload emulator.
 pub struct Installed {
@@ -78,7 +87,11 @@ impl Installed {
         let listen: SocketAddr = SIM_LISTEN
             .parse()
             .map_err(|e| format!("{SIM_LISTEN}: {e}"))?;
-        let cloud = Cloud::start_in(listen, EXTERNAL_CIDR.to_owned()).await?;
+        let n = NEXT_RANGE.fetch_add(1, Ordering::SeqCst);
+        if n == u8::MAX {
+            return Err("no 10.253.N.0/24 left for another cloud".to_owned());
+        }
+        let cloud = Cloud::start_in(listen, format!("10.253.{n}.0/24")).await?;
         let logs = tempfile::tempdir().map_err(|e| format!("log directory: {e}"))?;
         let emulator_log = logs.path().join("emulator.log");
         let log = std::fs::File::create(&emulator_log).map_err(|e| e.to_string())?;
@@ -166,9 +179,85 @@ impl Installed {
         Ok(pods.items)
     }
 
-    /// The last `lines` of the emulator's log (for failure messages).
-    pub fn emulator_tail(&self, lines: usize) -> String {
-        tail(&self.emulator_log, lines)
+    /// Sets the replicas of capo's Deployment (as `kubectl scale` would).
+    pub async fn scale_capo(&self, replicas: i32) -> Result<(), String> {
+        Api::<Deployment>::namespaced(self.client.clone(), CAPO_NAMESPACE)
+            .patch(
+                CAPO_DEPLOYMENT,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("scaling {CAPO_DEPLOYMENT} to {replicas}: {e}"))
+    }
+
+    /// The pod holding capo's leader Lease (the identity is `<pod>_<uuid>`), if any.
+    pub async fn leader_pod(&self) -> Result<Option<String>, String> {
+        let lease = Api::<Lease>::namespaced(self.client.clone(), CAPO_NAMESPACE)
+            .get_opt(CAPO_LEASE)
+            .await
+            .map_err(|e| format!("reading the Lease {CAPO_LEASE}: {e}"))?;
+        Ok(lease
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .and_then(|h| h.rsplit_once('_').map(|(pod, _)| pod.to_owned()))
+            .filter(|pod| !pod.is_empty()))
+    }
+
+    /// Deletes one of capo's pods as `kubectl delete pod` would (its grace period: the manager
+    /// stops its controllers and releases the Lease on SIGTERM).
+    pub async fn delete_capo_pod(&self, name: &str) -> Result<(), String> {
+        Api::<Pod>::namespaced(self.client.clone(), CAPO_NAMESPACE)
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("deleting pod {name}: {e}"))
+    }
+
+    /// Resources of the cloud that share a name within their collection (what a controller
+    /// that created something twice leaves): `collection/name xN`. Empty when none.
+    pub fn duplicates(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for (collection, items) in self.cloud.resources() {
+            let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+            for item in &items {
+                if let Some(name) = item["name"].as_str().filter(|n| !n.is_empty()) {
+                    *seen.entry(name.to_owned()).or_default() += 1;
+                }
+            }
+            found.extend(
+                seen.into_iter()
+                    .filter(|(_, n)| *n > 1)
+                    .map(|(name, n)| format!("{collection}/{name} x{n}")),
+            );
+        }
+        found
+    }
+
+    /// `clusterctl generate cluster` of the release's default flavor ([`Installed::generate`]),
+    /// then a server-side apply of it unchanged, as `kubectl apply` would.
+    pub async fn create_default(
+        &self,
+        name: &str,
+        ns: &str,
+        control_planes: u32,
+        workers: u32,
+    ) -> Result<(), String> {
+        let manifest = self.generate(name, ns, control_planes, workers)?;
+        match capo_testkit::apply_yaml(&self.client, ns, &manifest, false).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(rejected)) => Err(format!("the default flavor was rejected: {rejected:?}")),
+            Err(e) => Err(format!("applying the default flavor: {e}")),
+        }
+    }
+
+    /// Panics with `msg` and the tail of the emulator's log.
+    pub fn fail(&self, msg: &str) -> ! {
+        panic!(
+            "{msg}\n--- workload emulator (last 30 lines) ---\n{}",
+            tail(&self.emulator_log, 30)
+        )
     }
 }
 

@@ -1,8 +1,10 @@
-//! The installed tier's scenario (docs/install.md): capo installed by `clusterctl init` on a
+//! The installed tier's scenarios (docs/install.md): capo installed by `clusterctl init` on a
 //! real management cluster, in a Pod from the release's image, creates clusterctl's default
 //! flavor with the real Cluster API providers (also installed by clusterctl), scales it and
-//! deletes it, leaving the cloud empty. Run by `hack/installed.sh`, never by plain
-//! `cargo test` (it needs that cluster).
+//! deletes it, leaving the cloud empty; then, with two replicas, the leader's pod is deleted
+//! while it creates a cluster and the other replica finishes it with nothing created twice.
+//! Run by `hack/installed.sh`, never by plain `cargo test` (it needs that cluster); the
+//! scenarios run one after the other (`--test-threads 1`), the first on a fresh installation.
 
 use std::time::{Duration, Instant};
 
@@ -13,21 +15,19 @@ use serde_json::json;
 
 const UP: Duration = Duration::from_secs(300);
 
+async fn start() -> Installed {
+    Installed::start()
+        .await
+        .unwrap_or_else(|e| panic!("starting the installed tier: {e}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_flavor_through_the_installed_providers() {
-    let t = Installed::start()
-        .await
-        .unwrap_or_else(|e| panic!("starting the installed tier: {e}"));
-    let fail = |msg: &str| -> ! {
-        panic!(
-            "{msg}\n--- workload emulator (last 30 lines) ---\n{}",
-            t.emulator_tail(30)
-        )
-    };
+    let t = start().await;
 
     // The manager as clusterctl installed it: running, ready (its readiness probe answered
     // through the kubelet), never restarted, with the promised security settings.
-    let pods = t.capo_pods().await.unwrap_or_else(|e| fail(&e));
+    let pods = t.capo_pods().await.unwrap_or_else(|e| t.fail(&e));
     assert!(!pods.is_empty(), "capo has no pod in capo-system");
     for pod in &pods {
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -45,7 +45,10 @@ async fn default_flavor_through_the_installed_providers() {
         pods.len()
     );
 
-    let ns = t.namespace("installed").await.unwrap_or_else(|e| fail(&e));
+    let ns = t
+        .namespace("installed")
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
 
     // Bad input is refused at admission by capo's own webhook (the rule is not in the CRD's
     // schema), reached through its Service with cert-manager's certificate, naming the field.
@@ -69,24 +72,21 @@ spec:
             );
             println!("installed: bad OpenStackMachineTemplate refused at admission: {text}");
         }
-        Ok(Ok(_)) => fail("an OpenStackMachineTemplate with a providerID was accepted"),
-        Err(e) => fail(&format!("applying the bad template: {e}")),
+        Ok(Ok(_)) => t.fail("an OpenStackMachineTemplate with a providerID was accepted"),
+        Err(e) => t.fail(&format!("applying the bad template: {e}")),
     }
 
     let name = "installed";
-    let manifest = t.generate(name, &ns, 1, 1).unwrap_or_else(|e| fail(&e));
     let t0 = Instant::now();
-    match capo_testkit::apply_yaml(&t.client, &ns, &manifest, false).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(rejected)) => fail(&format!("the default flavor was rejected: {rejected:?}")),
-        Err(e) => fail(&format!("applying the default flavor: {e}")),
-    }
+    t.create_default(name, &ns, 1, 1)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
     wait_machines_running(&t.client, &ns, name, 2, UP)
         .await
-        .unwrap_or_else(|e| fail(&e));
+        .unwrap_or_else(|e| t.fail(&e));
     wait_cluster_condition(&t.client, &ns, name, "Available", UP)
         .await
-        .unwrap_or_else(|e| fail(&e));
+        .unwrap_or_else(|e| t.fail(&e));
     let (os_all, os_writes) = t.cloud.requests();
     println!(
         "installed figures: apply to Cluster Available: {:.1} s, OpenStack {os_all} requests ({os_writes} writes)",
@@ -102,10 +102,10 @@ spec:
             &Patch::Merge(json!({"spec": {"replicas": 2}})),
         )
         .await
-        .unwrap_or_else(|e| fail(&format!("scaling the MachineDeployment: {e}")));
+        .unwrap_or_else(|e| t.fail(&format!("scaling the MachineDeployment: {e}")));
     wait_machines_running(&t.client, &ns, name, 3, UP)
         .await
-        .unwrap_or_else(|e| fail(&e));
+        .unwrap_or_else(|e| t.fail(&e));
     let servers = t.cloud.resources().get("servers").map_or(0, Vec::len);
     assert_eq!(servers, 3, "3 Machines but {servers} servers in the cloud");
     println!(
@@ -116,11 +116,107 @@ spec:
     let t2 = Instant::now();
     cluster::delete_cluster(&t.client, &ns, name, UP)
         .await
-        .unwrap_or_else(|e| fail(&e));
+        .unwrap_or_else(|e| t.fail(&e));
     let left = t.cloud.leftovers();
     assert!(left.is_empty(), "deleting {name} leaked: {left:#?}");
     println!(
         "installed figures: deleted, cloud empty, in {:.1} s",
         t2.elapsed().as_secs_f64()
     );
+}
+
+/// Ready capo pods not being deleted.
+async fn ready_capo_pods(t: &Installed) -> Result<Vec<String>, String> {
+    let pods = t.capo_pods().await?;
+    Ok(pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .is_some_and(|cs| !cs.is_empty() && cs.iter().all(|c| c.ready))
+        })
+        .filter_map(|p| p.metadata.name.clone())
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_the_leader_deleted_mid_create() {
+    let t = start().await;
+    t.scale_capo(2).await.unwrap_or_else(|e| t.fail(&e));
+    let pods = cluster::poll("2 ready capo pods", UP, || async {
+        let ready = ready_capo_pods(&t).await?;
+        if ready.len() == 2 {
+            Ok(ready)
+        } else {
+            Err(format!("ready: {ready:?}"))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| t.fail(&e));
+    let leader = cluster::poll("a capo leader", UP, || async {
+        match t.leader_pod().await? {
+            Some(p) if pods.contains(&p) => Ok(p),
+            other => Err(format!("Lease holder {other:?}")),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| t.fail(&e));
+    println!("installed: two replicas ready, {leader} leads");
+
+    let ns = t.namespace("failover").await.unwrap_or_else(|e| t.fail(&e));
+    let name = "failover";
+    t.create_default(name, &ns, 1, 2)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    // The leader goes while it is creating: as soon as the first server exists.
+    cluster::poll("the first server", UP, || async {
+        let n = t.cloud.resources().get("servers").map_or(0, Vec::len);
+        if n >= 1 {
+            Ok(())
+        } else {
+            Err("no server yet".to_owned())
+        }
+    })
+    .await
+    .unwrap_or_else(|e| t.fail(&e));
+    let deleted = Instant::now();
+    t.delete_capo_pod(&leader)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    let next = cluster::poll("another capo leader", UP, || async {
+        match t.leader_pod().await? {
+            Some(p) if p != leader => Ok(p),
+            other => Err(format!("Lease holder {other:?}")),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: {leader} deleted mid-create, {next} leads {:.1} s later",
+        deleted.elapsed().as_secs_f64()
+    );
+
+    wait_machines_running(&t.client, &ns, name, 3, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    let servers = t.cloud.resources().get("servers").map_or(0, Vec::len);
+    assert_eq!(servers, 3, "3 Machines but {servers} servers in the cloud");
+    let dups = t.duplicates();
+    assert!(
+        dups.is_empty(),
+        "created twice across the failover: {dups:?}"
+    );
+    println!("installed: Available after the failover, nothing created twice");
+
+    cluster::delete_cluster(&t.client, &ns, name, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    let left = t.cloud.leftovers();
+    assert!(left.is_empty(), "deleting {name} leaked: {left:#?}");
+    t.scale_capo(1).await.unwrap_or_else(|e| t.fail(&e));
 }
