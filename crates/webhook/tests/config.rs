@@ -600,4 +600,11 @@ fn metadata_declares_this_release_series_on_contract_v1beta2() {
     assert_eq!(this["contract"], json!("v1beta2"));
     // Earlier series keep the contract they were released with.
     assert_eq!(series[0]["contract"], json!("v1beta1"));
+    // Upstream's v0.14 series, so clusterctl upgrades an upstream installation to capo.
+    assert!(
+        series.iter().any(|s| s["major"] == json!(0)
+            && s["minor"] == json!(14)
+            && s["contract"] == json!("v1beta1")),
+        "metadata.yaml lacks upstream's 0.14 series (contract v1beta1)"
+    );
 }
