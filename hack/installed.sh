@@ -7,8 +7,11 @@
 # containerd and runs `clusterctl init --wait-providers` from that repository, as docs/install.md
 # tells operators to. Then the scenarios of crates/e2e/tests/installed.rs: clusterctl's default
 # flavor created through the installed controllers on capo-sim, scaled and deleted, nothing
-# left in the cloud; and two replicas of capo, the leader's pod deleted while it creates a
-# cluster, the other taking over with nothing created twice. Fails if capo's log holds a single Forbidden (its RBAC must be exactly
+# left in the cloud; two replicas of capo, the leader's pod deleted while it creates a cluster,
+# the other taking over with nothing created twice; then the drop-in path on the same cluster:
+# upstream CAPO v0.14.7 installed by clusterctl in capo's place creates a cluster, and
+# `clusterctl upgrade apply` puts capo's release back, which adopts it without touching the
+# cloud, scales it and deletes it. Fails if capo's log holds a single Forbidden (its RBAC must be exactly
 # enough). Prints the figures the issue asks for (init to Available, capo's RSS).
 #
 #   hack/installed.sh           build what is missing (cached), run the tier, tear it all down
@@ -116,21 +119,50 @@ capo_rss() {
 sleep 20
 say "figures: capo's RSS at idle, 20 s after init: $(capo_rss)"
 
-say "the scenarios: the default flavor through the installed providers; a leader failover mid-create"
-mx env CAPO_INSTALLED_KUBECONFIG="$kubeconfig" CAPO_INSTALLED_CLUSTERCTL_CONFIG="$config" \
-  CAPO_INSTALLED_VERSION="$version" CAPO_CAPI_BUILD_DIR="$capi_dir" \
-  "$test_bin" --nocapture --test-threads 1
+scenarios() { # test-binary arguments
+  mx env CAPO_INSTALLED_KUBECONFIG="$kubeconfig" CAPO_INSTALLED_CLUSTERCTL_CONFIG="$config" \
+    CAPO_INSTALLED_UPSTREAM_CONFIG="$repo_dir/clusterctl.yaml" \
+    CAPO_INSTALLED_VERSION="$version" CAPO_CAPI_BUILD_DIR="$capi_dir" \
+    "$test_bin" --nocapture --test-threads 1 "$@"
+}
+# capo's log, every running replica's whole log (a selector alone prints the last 10 lines):
+# not one Forbidden (its RBAC must be exactly enough), and plain text (the container runtime
+# writes it to a file).
+check_capo_log() {
+  mx kubectl -n capo-system logs -l cluster.x-k8s.io/provider=infrastructure-openstack --tail=-1 --prefix \
+    >"$dir/logs/capo-pod-$1.log"
+  if grep -i forbidden "$dir/logs/capo-pod-$1.log" >&2; then
+    die "capo's log holds Forbidden requests (above): its RBAC is not enough"
+  fi
+  if grep -q $'\x1b\[' "$dir/logs/capo-pod-$1.log"; then
+    die "capo's log in the pod holds terminal escape codes ($dir/logs/capo-pod-$1.log)"
+  fi
+  say "capo's log ($1): no Forbidden, no escape codes"
+}
 
-say "figures: capo's RSS after the scenario: $(capo_rss)"
-say "capo's log: no Forbidden (its RBAC is exactly enough)"
-# Every running replica's whole log (a selector alone would print only the last 10 lines).
-mx kubectl -n capo-system logs -l cluster.x-k8s.io/provider=infrastructure-openstack --tail=-1 --prefix \
-  >"$dir/logs/capo-pod.log"
-if grep -i forbidden "$dir/logs/capo-pod.log" >&2; then
-  die "capo's log holds Forbidden requests (above): its RBAC is not enough"
-fi
-# Written to a file by the container runtime, the log must be plain text.
-if grep -q $'\x1b\[' "$dir/logs/capo-pod.log"; then
-  die "capo's log in the pod holds terminal escape codes ($dir/logs/capo-pod.log)"
-fi
+say "the scenarios: the default flavor through the installed providers; a leader failover mid-create"
+scenarios --skip upstream_
+say "figures: capo's RSS after the scenarios: $(capo_rss)"
+check_capo_log scenarios
+
+# The drop-in path on the same cluster: capo and its CRDs removed (no OpenStack* object is
+# left), then ORC and upstream CAPO v0.14.7 installed by clusterctl from the local repository;
+# the scenario lets upstream create a cluster and runs `clusterctl upgrade apply` to capo.
+say "drop-in: upstream CAPO v0.14.7 installed by clusterctl init, then clusterctl upgrade apply to capo $version"
+cc=(env HOME="$dir" CLUSTERCTL_DISABLE_VERSIONCHECK=true "$capi_dir/bin/clusterctl")
+mx "${cc[@]}" delete --infrastructure openstack --include-crd --config "$config" --kubeconfig "$kubeconfig"
+mx kubectl apply --server-side -f "$repo_dir/orc/v2.4.0/install.yaml" >/dev/null
+mx kubectl -n orc-system rollout status deploy/orc-controller-manager --timeout=180s
+mx "${cc[@]}" init --config "$repo_dir/clusterctl.yaml" --kubeconfig "$kubeconfig" \
+  --infrastructure openstack:v0.14.7 --wait-providers --wait-provider-timeout 300
+# Cluster API's managers still watch the v1beta2 kinds capo's CRDs served (upstream's serve only
+# v1beta1): restarted, they start as on a cluster where upstream was installed first.
+for deploy in capi-system/capi-controller-manager \
+  capi-kubeadm-bootstrap-system/capi-kubeadm-bootstrap-controller-manager \
+  capi-kubeadm-control-plane-system/capi-kubeadm-control-plane-controller-manager; do
+  mx kubectl -n "${deploy%/*}" rollout restart "deploy/${deploy#*/}" >/dev/null
+  mx kubectl -n "${deploy%/*}" rollout status "deploy/${deploy#*/}" --timeout=180s >/dev/null
+done
+scenarios upstream_
+check_capo_log upgrade
 say "all passed"

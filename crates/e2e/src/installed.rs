@@ -141,31 +141,97 @@ impl Installed {
         control_planes: u32,
         workers: u32,
     ) -> Result<String, String> {
+        let infra = format!("openstack:{}", self.version);
+        self.generate_with(
+            &self.clusterctl_config,
+            &infra,
+            name,
+            ns,
+            control_planes,
+            workers,
+        )
+    }
+
+    /// `clusterctl generate cluster` of `infra`'s (`openstack:<version>`) default flavor as
+    /// the repository named by `config` holds it, for this cloud.
+    pub fn generate_with(
+        &self,
+        config: &Path,
+        infra: &str,
+        name: &str,
+        ns: &str,
+        control_planes: u32,
+        workers: u32,
+    ) -> Result<String, String> {
+        let cps = control_planes.to_string();
+        let workers = workers.to_string();
+        self.clusterctl(
+            config,
+            &[
+                "generate",
+                "cluster",
+                name,
+                "--infrastructure",
+                infra,
+                "--target-namespace",
+                ns,
+                "--kubernetes-version",
+                cluster::KUBERNETES_VERSION,
+                "--control-plane-machine-count",
+                &cps,
+                "--worker-machine-count",
+                &workers,
+            ],
+        )
+    }
+
+    /// `clusterctl upgrade apply` of the installed openstack provider to capo's release (the
+    /// repository of [`CLUSTERCTL_CONFIG_VAR`]), waiting for it to be Available.
+    pub fn upgrade_to_capo(&self) -> Result<String, String> {
+        let target = format!("{CAPO_NAMESPACE}/openstack:{}", self.version);
+        self.clusterctl(
+            &self.clusterctl_config,
+            &[
+                "upgrade",
+                "apply",
+                "--infrastructure",
+                &target,
+                "--wait-providers",
+            ],
+        )
+    }
+
+    /// Runs clusterctl with `args`, the repository of `config`, this cluster's kubeconfig and
+    /// the cloud's template variables; its standard output.
+    fn clusterctl(&self, config: &Path, args: &[&str]) -> Result<String, String> {
         let (mut cmd, _home) = cluster::clusterctl_command(&self.clusterctl)?;
         let out = cmd
-            .args(["generate", "cluster", name, "--infrastructure"])
-            .arg(format!("openstack:{}", self.version))
+            .args(args)
             .arg("--config")
-            .arg(&self.clusterctl_config)
+            .arg(config)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
-            .args(["--target-namespace", ns])
-            .args(["--kubernetes-version", cluster::KUBERNETES_VERSION])
-            .arg("--control-plane-machine-count")
-            .arg(control_planes.to_string())
-            .arg("--worker-machine-count")
-            .arg(workers.to_string())
             .envs(cluster::template_env(&self.cloud))
             .output()
             .map_err(|e| format!("running clusterctl: {e}"))?;
         if !out.status.success() {
             return Err(format!(
-                "clusterctl generate cluster failed ({}): {}",
+                "clusterctl {} failed ({}): {}",
+                args.iter().take(2).copied().collect::<Vec<_>>().join(" "),
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
         String::from_utf8(out.stdout).map_err(|e| format!("clusterctl output: {e}"))
+    }
+
+    /// Server-side apply of `yaml` in `ns`, as `kubectl apply --server-side` would.
+    pub async fn apply(&self, ns: &str, yaml: &str) -> Result<(), String> {
+        match capo_testkit::apply_yaml(&self.client, ns, yaml, false).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(rejected)) => Err(format!("rejected: {rejected:?}")),
+            Err(e) => Err(format!("applying: {e}")),
+        }
     }
 
     /// capo's running pods (the Deployment's, by its provider label).
@@ -245,11 +311,9 @@ impl Installed {
         workers: u32,
     ) -> Result<(), String> {
         let manifest = self.generate(name, ns, control_planes, workers)?;
-        match capo_testkit::apply_yaml(&self.client, ns, &manifest, false).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(rejected)) => Err(format!("the default flavor was rejected: {rejected:?}")),
-            Err(e) => Err(format!("applying the default flavor: {e}")),
-        }
+        self.apply(ns, &manifest)
+            .await
+            .map_err(|e| format!("the default flavor: {e}"))
     }
 
     /// Panics with `msg` and the tail of the emulator's log.

@@ -220,3 +220,106 @@ async fn two_replicas_the_leader_deleted_mid_create() {
     assert!(left.is_empty(), "deleting {name} leaked: {left:#?}");
     t.scale_capo(1).await.unwrap_or_else(|e| t.fail(&e));
 }
+
+/// Every resource's ID in the cloud, by collection (what a takeover must leave as it is).
+fn ids(t: &Installed) -> std::collections::BTreeMap<String, Vec<String>> {
+    t.cloud
+        .resources()
+        .into_iter()
+        .map(|(collection, items)| {
+            let mut ids: Vec<String> = items
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+                .collect();
+            ids.sort();
+            (collection, ids)
+        })
+        .collect()
+}
+
+/// Run by hack/installed.sh once upstream CAPO v0.14.7 replaced capo on the management cluster
+/// (`clusterctl init --infrastructure openstack:v0.14.7`, ORC beside it): upstream creates a
+/// cluster, `clusterctl upgrade apply` puts capo's release in its place, capo adopts the
+/// cluster without creating or deleting anything in the cloud, scales it and deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_cluster_taken_over_by_clusterctl_upgrade() {
+    let t = start().await;
+    let upstream_config = std::env::var_os("CAPO_INSTALLED_UPSTREAM_CONFIG")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            t.fail("CAPO_INSTALLED_UPSTREAM_CONFIG is unset: run hack/installed.sh")
+        });
+    let ns = t.namespace("upstream").await.unwrap_or_else(|e| t.fail(&e));
+    let name = "upstream";
+    let manifest = t
+        .generate_with(&upstream_config, "openstack:v0.14.7", name, &ns, 1, 1)
+        .unwrap_or_else(|e| t.fail(&e));
+    let t0 = Instant::now();
+    t.apply(&ns, &manifest)
+        .await
+        .unwrap_or_else(|e| t.fail(&format!("upstream's default flavor: {e}")));
+    wait_machines_running(&t.client, &ns, name, 2, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: upstream CAPO v0.14.7's cluster Available in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let before = ids(&t);
+
+    let t1 = Instant::now();
+    t.upgrade_to_capo().unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: clusterctl upgrade apply to capo, providers Available, in {:.1} s",
+        t1.elapsed().as_secs_f64()
+    );
+    // capo adopts upstream's network: its ownership tag appears (docs/migrating-from-upstream.md).
+    cluster::poll("capo adopting upstream's network", UP, || async {
+        let nets = t.cloud.resources().remove("networks").unwrap_or_default();
+        let tagged = nets.iter().any(|n| {
+            n["tags"].as_array().is_some_and(|tags| {
+                tags.iter().any(|tag| {
+                    tag.as_str()
+                        .is_some_and(|s| s.starts_with("capo-cluster-uid="))
+                })
+            })
+        });
+        if tagged {
+            Ok(())
+        } else {
+            Err(format!("networks: {nets:?}"))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| t.fail(&e));
+    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    let after = ids(&t);
+    assert_eq!(
+        before, after,
+        "the takeover created or deleted something in the cloud"
+    );
+    println!("installed: capo took the cluster over, nothing created or deleted in the cloud");
+
+    capi(&t.client, &ns, "MachineDeployment")
+        .patch(
+            &format!("{name}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap_or_else(|e| t.fail(&format!("scaling the MachineDeployment: {e}")));
+    wait_machines_running(&t.client, &ns, name, 3, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    cluster::delete_cluster(&t.client, &ns, name, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    let left = t.cloud.leftovers();
+    assert!(left.is_empty(), "deleting {name} leaked: {left:#?}");
+    println!("installed: the taken-over cluster scaled and deleted by capo, cloud empty");
+}
