@@ -15,6 +15,32 @@ use serde_json::json;
 
 const UP: Duration = Duration::from_secs(300);
 
+/// Scales the cluster's MachineDeployment from one worker to two, as an operator would, and
+/// waits for all three Machines (with the control plane) to run.
+async fn scale_workers_to_two(t: &Installed, ns: &str, name: &str) {
+    capi(&t.client, ns, "MachineDeployment")
+        .patch(
+            &format!("{name}-md-0"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap_or_else(|e| t.fail(&format!("scaling the MachineDeployment: {e}")));
+    wait_machines_running(&t.client, ns, name, 3, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+}
+
+/// Waits until the cluster has `machines` Machines running and is Available.
+async fn wait_up(t: &Installed, ns: &str, name: &str, machines: usize) {
+    wait_machines_running(&t.client, ns, name, machines, UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+    wait_cluster_condition(&t.client, ns, name, "Available", UP)
+        .await
+        .unwrap_or_else(|e| t.fail(&e));
+}
+
 async fn start() -> Installed {
     Installed::start()
         .await
@@ -81,12 +107,7 @@ spec:
     t.create_default(name, &ns, 1, 1)
         .await
         .unwrap_or_else(|e| t.fail(&e));
-    wait_machines_running(&t.client, &ns, name, 2, UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
-    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
+    wait_up(&t, &ns, name, 2).await;
     let (os_all, os_writes) = t.cloud.requests();
     println!(
         "installed figures: apply to Cluster Available: {:.1} s, OpenStack {os_all} requests ({os_writes} writes)",
@@ -95,17 +116,7 @@ spec:
 
     // Scale the workers out through the MachineDeployment, as an operator would.
     let t1 = Instant::now();
-    capi(&t.client, &ns, "MachineDeployment")
-        .patch(
-            &format!("{name}-md-0"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 2}})),
-        )
-        .await
-        .unwrap_or_else(|e| t.fail(&format!("scaling the MachineDeployment: {e}")));
-    wait_machines_running(&t.client, &ns, name, 3, UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
+    scale_workers_to_two(&t, &ns, name).await;
     let servers = t.cloud.resources().get("servers").map_or(0, Vec::len);
     assert_eq!(servers, 3, "3 Machines but {servers} servers in the cloud");
     println!(
@@ -198,12 +209,7 @@ async fn two_replicas_the_leader_deleted_mid_create() {
         deleted.elapsed().as_secs_f64()
     );
 
-    wait_machines_running(&t.client, &ns, name, 3, UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
-    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
+    wait_up(&t, &ns, name, 3).await;
     let servers = t.cloud.resources().get("servers").map_or(0, Vec::len);
     assert_eq!(servers, 3, "3 Machines but {servers} servers in the cloud");
     let dups = t.duplicates();
@@ -258,12 +264,7 @@ async fn upstream_cluster_taken_over_by_clusterctl_upgrade() {
     t.apply(&ns, &manifest)
         .await
         .unwrap_or_else(|e| t.fail(&format!("upstream's default flavor: {e}")));
-    wait_machines_running(&t.client, &ns, name, 2, UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
-    wait_cluster_condition(&t.client, &ns, name, "Available", UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
+    wait_up(&t, &ns, name, 2).await;
     println!(
         "installed figures: upstream CAPO v0.14.7's cluster Available in {:.1} s",
         t0.elapsed().as_secs_f64()
@@ -305,17 +306,7 @@ async fn upstream_cluster_taken_over_by_clusterctl_upgrade() {
     );
     println!("installed: capo took the cluster over, nothing created or deleted in the cloud");
 
-    capi(&t.client, &ns, "MachineDeployment")
-        .patch(
-            &format!("{name}-md-0"),
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"replicas": 2}})),
-        )
-        .await
-        .unwrap_or_else(|e| t.fail(&format!("scaling the MachineDeployment: {e}")));
-    wait_machines_running(&t.client, &ns, name, 3, UP)
-        .await
-        .unwrap_or_else(|e| t.fail(&e));
+    scale_workers_to_two(&t, &ns, name).await;
     cluster::delete_cluster(&t.client, &ns, name, UP)
         .await
         .unwrap_or_else(|e| t.fail(&e));
