@@ -225,12 +225,26 @@ impl Installed {
         String::from_utf8(out.stdout).map_err(|e| format!("clusterctl output: {e}"))
     }
 
-    /// Server-side apply of `yaml` in `ns`, as `kubectl apply --server-side` would.
+    /// Server-side apply of `yaml` in `ns`, as `kubectl apply --server-side` would. An object
+    /// whose admission webhook could not be reached (a provider's pod just restarted, its
+    /// Service's rules not yet updated) is applied again for up to a minute, as an operator
+    /// would; a webhook's refusal is returned at once.
     pub async fn apply(&self, ns: &str, yaml: &str) -> Result<(), String> {
-        match capo_testkit::apply_yaml(&self.client, ns, yaml, false).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(rejected)) => Err(format!("rejected: {rejected:?}")),
-            Err(e) => Err(format!("applying: {e}")),
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match capo_testkit::apply_yaml(&self.client, ns, yaml, false).await {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(rejected)) => {
+                    let text = format!("{rejected:?}");
+                    if !text.contains("failed calling webhook")
+                        || std::time::Instant::now() >= deadline
+                    {
+                        return Err(format!("rejected: {text}"));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                }
+                Err(e) => return Err(format!("applying: {e}")),
+            }
         }
     }
 
