@@ -28,7 +28,8 @@
 # build/pause/linux/pause.c. containerd, runc, the CNI plugins and iptables are installed from
 # Debian when missing. Cached under ${CAPO_CACHE_DIR:-~/.cache/capo}/mgmt-cluster/<key>.
 #
-# Environment: CAPO_MGMT_NETNS (namespace name, default capo-mgmt), CAPO_MGMT_JOBS (go build
+# Environment: CAPO_MGMT_NETNS (namespace name, default capo-mgmt), CAPO_MGMT_DIR (the state
+# directory `load` and `exec` use, default /tmp/capo-mgmt), CAPO_MGMT_JOBS (go build
 # parallelism, default 2).
 set -euo pipefail
 
