@@ -40,25 +40,16 @@ say() { echo "capi: $*" >&2; }
 die() { say "$*"; exit 1; }
 usage() { die "usage: $0 build [--update]"; }
 
-update=false
-[[ "${1:-}" == build ]] || usage
-shift
-case "${1:-}" in
-  --update) update=true ;;
-  "") ;;
-  *) usage ;;
-esac
+# shellcheck source=hack/lib/cache.sh
+source "$repo/hack/lib/cache.sh"
+build_args "$@"
 
 command -v go >/dev/null || die "the Go toolchain (1.26 or newer: Cluster API ${CAPI_VERSION} says go 1.26) is required on PATH, but 'go' was not found"
 command -v flock >/dev/null || die "'flock' (util-linux) is required on PATH"
 
 # --- the cache key: cheap enough to compute on every call -------------------------------------
-hash_sources() {
-  (cd "$here" && find . -type f ! -name '*~' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) |
-    sha256sum | cut -c1-12
-}
 go_version=$(go env GOVERSION)
-make_key() { key="capi-${CAPI_VERSION}_${go_version}_r${RECIPE}-$(hash_sources)"; }
+make_key() { key="capi-${CAPI_VERSION}_${go_version}_r${RECIPE}-$(hash_inputs "$here")"; }
 make_key
 root="${CAPO_CACHE_DIR:-$HOME/.cache/capo}/capi"
 out="$root/$key"
@@ -69,8 +60,6 @@ ready() {
   [[ -f "$out/VERSION" && -f "$out/config/core/webhook/manifests.yaml" && -d "$out/config/controlplane/crds" ]]
 }
 
-# shellcheck source=hack/lib/cache.sh
-source "$repo/hack/lib/cache.sh"
 cache_lock_or_exit
 jobs="${CAPO_CAPI_JOBS:-2}"
 

@@ -53,14 +53,9 @@ say() { echo "clusterctl-repo: $*" >&2; }
 die() { say "$*"; exit 1; }
 usage() { die "usage: $0 build [--update]"; }
 
-update=false
-[[ "${1:-}" == build ]] || usage
-shift
-case "${1:-}" in
-  --update) update=true ;;
-  "") ;;
-  *) usage ;;
-esac
+# shellcheck source=hack/lib/cache.sh
+source "$repo/hack/lib/cache.sh"
+build_args "$@"
 
 command -v go >/dev/null || die "the Go toolchain (1.26 or newer) is required on PATH"
 command -v python3 >/dev/null || die "python3 is required (hack/lib/oci.sh)"
@@ -69,21 +64,15 @@ command -v python3 >/dev/null || die "python3 is required (hack/lib/oci.sh)"
 # The inputs built elsewhere (Cluster API, upstream CAPO, kubectl) are pinned by their scripts'
 # versions, which are part of the key here; the files under hack/clusterctl-repo/ and hack/lib/oci.sh
 # are hashed.
-hash_sources() {
-  { (cd "$here" && find . -type f ! -name '*~' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-    sha256sum <"$repo/hack/lib/oci.sh"; } | sha256sum | cut -c1-12
-}
 go_version=$(go env GOVERSION)
 make_key() {
-  key="capi-${CAPI_VERSION}_cm-${CERT_MANAGER_VERSION}_capo-${CAPO_VERSION}_orc-${ORC_VERSION}_${go_version}_r${RECIPE}-$(hash_sources)"
+  key="capi-${CAPI_VERSION}_cm-${CERT_MANAGER_VERSION}_capo-${CAPO_VERSION}_orc-${ORC_VERSION}_${go_version}_r${RECIPE}-$(hash_inputs "$here" "$repo/hack/lib/oci.sh")"
 }
 make_key
 root="${CAPO_CACHE_DIR:-$HOME/.cache/capo}/clusterctl-repo"
 out="$root/$key"
 ready() { [[ -f "$out/clusterctl.yaml" && -f "$out/images.txt" ]]; }
 
-# shellcheck source=hack/lib/cache.sh
-source "$repo/hack/lib/cache.sh"
 cache_lock_or_exit
 jobs="${CAPO_REPO_JOBS:-2}"
 # shellcheck source=hack/lib/oci.sh

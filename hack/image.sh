@@ -40,8 +40,9 @@ while (($#)); do
   esac
 done
 
-version=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' "$src/Cargo.toml")
-[[ -n "$version" ]] || die "no version in [workspace.package] of $src/Cargo.toml"
+# shellcheck source=hack/lib/version.sh
+source "$src/hack/lib/version.sh"
+version=$(capo_version "$src") || exit 1
 tag="${tag:-v$version}"
 [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "invalid image tag '$tag'"
 name=capo-controller-manager

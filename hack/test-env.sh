@@ -88,18 +88,15 @@ work=$(mktemp -d "$root/.build-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/out/bin" "$work/out/crds"
 
-# Stamp the version the way Kubernetes' own build does, so /version and the compatibility
-# (emulation) version say 1.34 rather than a development placeholder.
-minor=${K8S_VERSION#v1.}
-minor=${minor%%.*}
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=${K8S_VERSION} -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor} -X $pkg.gitTreeState=clean"
-done
+# Stamped the way Kubernetes' own build does, so /version and the compatibility (emulation)
+# version say 1.34 rather than a development placeholder.
+# shellcheck source=hack/lib/k8s.sh
+source "$here/../lib/k8s.sh"
+ldflags=$(k8s_ldflags "$K8S_VERSION")
 
 say "building kube-apiserver and kubectl ${K8S_VERSION} (first run only; several minutes)"
 for cmd in kube-apiserver kubectl; do
-  (cd "$here/k8s" && run go build -mod="$mod_mode" -p "$jobs" -trimpath "-ldflags=${k8s_ldflags}" \
+  (cd "$here/k8s" && run go build -mod="$mod_mode" -p "$jobs" -trimpath "-ldflags=${ldflags}" \
     -o "$work/out/bin/$cmd" "k8s.io/kubernetes/cmd/$cmd")
 done
 
