@@ -16,6 +16,8 @@
 #   hack/mgmt-cluster.sh start [DIR]       start the cluster; state, logs and kubeconfig in DIR
 #                                          (default /tmp/capo-mgmt); prints DIR/kubeconfig last
 #   hack/mgmt-cluster.sh load ARCHIVE...   import OCI image archives into the node's containerd
+#   hack/mgmt-cluster.sh unload REF...     remove images from it (what a node that never had
+#                                          them looks like: the kubelet's next pull fails)
 #   hack/mgmt-cluster.sh exec CMD...       run CMD inside the cluster's network namespace with
 #                                          KUBECONFIG set (e.g. `exec kubectl get pods -A`)
 #   hack/mgmt-cluster.sh stop [DIR]        stop everything, unmount, delete the namespace and DIR
@@ -49,7 +51,7 @@ export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0 GOFLAGS="-buildvcs=false"
 
 say() { echo "mgmt-cluster: $*" >&2; }
 die() { say "$*"; exit 1; }
-usage() { die "usage: $0 build [--update] | start [DIR] | load ARCHIVE... | exec CMD... | stop [DIR]"; }
+usage() { die "usage: $0 build [--update] | start [DIR] | load ARCHIVE... | unload REF... | exec CMD... | stop [DIR]"; }
 
 # shellcheck source=hack/lib/oci.sh
 source "$repo/hack/lib/oci.sh"
@@ -64,12 +66,11 @@ build_key() {
 }
 
 build() {
-  update=false
-  case "${1:-}" in
-    --update) update=true ;;
-    "") ;;
-    *) usage ;;
-  esac
+  # shellcheck source=hack/lib/cache.sh
+  source "$repo/hack/lib/cache.sh"
+  # shellcheck source=hack/lib/k8s.sh
+  source "$repo/hack/lib/k8s.sh"
+  build_args build "$@"
   command -v go >/dev/null || die "the Go toolchain is required on PATH"
   command -v cc >/dev/null || die "a C compiler (Debian's gcc) is required for the pause image"
   if $update; then
@@ -82,22 +83,15 @@ build() {
   out="$root/$(build_key)"
   ready() { [[ -x "$out/bin/kubelet" && -x "$out/bin/kube-proxy" && -s "$out/images/pause.tar" ]]; }
   update=false
-  # shellcheck source=hack/lib/cache.sh
-  source "$repo/hack/lib/cache.sh"
   cache_lock_or_exit
-  local version minor ldflags cmd mod
+  local version ldflags cmd
   # Global: the EXIT trap runs after this function returns.
   work=$(mktemp -d "$root/.build-XXXXXX")
   trap 'rm -rf "$work"' EXIT
   mkdir -p "$work/out/bin" "$work/out/images"
   version=$(k8s_version)
-  minor=${version#v1.}
-  minor=${minor%%.*}
   # Stamped as Kubernetes' own build does, so the node reports its real version.
-  ldflags="-s -w"
-  for mod in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $mod.gitVersion=${version} -X $mod.gitMajor=1 -X $mod.gitMinor=${minor} -X $mod.gitTreeState=clean"
-  done
+  ldflags=$(k8s_ldflags "$version")
   say "building kubelet, kube-proxy, kube-controller-manager and kube-scheduler ${version} (first run only; several minutes)"
   for cmd in kubelet kube-proxy kube-controller-manager kube-scheduler; do
     (cd "$here" && run go build -mod=readonly -p "${CAPO_MGMT_JOBS:-2}" -trimpath "-ldflags=${ldflags}" \
@@ -372,6 +366,13 @@ load() {
   done
 }
 
+unload() {
+  local dir=${CAPO_MGMT_DIR:-/tmp/capo-mgmt}
+  (($#)) || usage
+  ctr --address "$dir/containerd.sock" -n k8s.io images rm "$@" >/dev/null ||
+    die "containerd could not remove $*"
+}
+
 stop() {
   local dir pid name
   dir=$(state_dir "${1:-}")
@@ -414,6 +415,7 @@ case "${1:-}" in
   build) shift; build "$@" ;;
   start) shift; start "$@" ;;
   load) shift; load "$@" ;;
+  unload) shift; unload "$@" ;;
   exec)
     shift
     dir=${CAPO_MGMT_DIR:-/tmp/capo-mgmt}

@@ -259,6 +259,23 @@ impl Installed {
         Ok(pods.items)
     }
 
+    /// The openstack infrastructure provider's resident memory and CPU time so far (capo's, or
+    /// upstream CAPO's while it is installed: both pods carry the provider label), read from the
+    /// kernel for the first ready pod's container (the process whose cgroup names the
+    /// container's ID). The test runs as root on the node, so it reads every process's `/proc`.
+    pub async fn provider_usage(&self) -> Result<Usage, String> {
+        let pods = self.capo_pods().await?;
+        let id = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.status.as_ref()?.container_statuses.as_ref()?.first())
+            .find(|c| c.ready)
+            .and_then(|c| c.container_id.clone())
+            .ok_or("no ready capo container")?;
+        let id = id.rsplit("://").next().unwrap_or(&id).to_owned();
+        process_usage(&id)
+    }
+
     /// Sets the replicas of capo's Deployment (as `kubectl scale` would).
     pub async fn scale_capo(&self, replicas: i32) -> Result<(), String> {
         Api::<Deployment>::namespaced(self.client.clone(), CAPO_NAMESPACE)
@@ -344,6 +361,57 @@ impl Drop for Installed {
         let _ = self.emulator.kill();
         let _ = self.emulator.wait();
     }
+}
+
+/// A process's resident memory and CPU time (user + system).
+#[derive(Debug, Clone, Copy)]
+pub struct Usage {
+    /// VmRSS, MiB.
+    pub rss_mib: f64,
+    /// utime + stime, seconds.
+    pub cpu_s: f64,
+}
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RSS {:.1} MiB, CPU {:.1} s", self.rss_mib, self.cpu_s)
+    }
+}
+
+/// The usage of the process whose cgroup path holds the container `id`.
+fn process_usage(id: &str) -> Result<Usage, String> {
+    let procs = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
+    let pid = procs
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.bytes().all(|b| b.is_ascii_digit()))
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(id))
+        })
+        .ok_or_else(|| format!("no process in container {id}"))?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    let rss_kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("/proc/{pid}/status has no VmRSS"))?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    // Fields after the command (which may hold spaces, so after its closing parenthesis):
+    // state is field 3, utime 14 and stime 15, in clock ticks of USER_HZ, which Linux fixes at
+    // 100 on x86-64 (the only architecture this tier runs on).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok());
+    let (Some(utime), Some(stime)) = (ticks(14), ticks(15)) else {
+        return Err(format!("/proc/{pid}/stat: no utime/stime"));
+    };
+    Ok(Usage {
+        rss_mib: rss_kib / 1024.0,
+        cpu_s: (utime + stime) / 100.0,
+    })
 }
 
 fn tail(path: &Path, lines: usize) -> String {

@@ -2,7 +2,10 @@
 //! real management cluster, in a Pod from the release's image, creates clusterctl's default
 //! flavor with the real Cluster API providers (also installed by clusterctl), scales it and
 //! deletes it, leaving the cloud empty; then, with two replicas, the leader's pod is deleted
-//! while it creates a cluster and the other replica finishes it with nothing created twice.
+//! while it creates a cluster and the other replica finishes it with nothing created twice;
+//! then the drop-in path (upstream's cluster taken over by `clusterctl upgrade apply`). Each
+//! prints capo's pod's memory and CPU, read from the kernel; `many_clusters_resident_memory`
+//! (ignored: `hack/installed.sh --clusters N` runs it) measures them with many clusters.
 //! Run by `hack/installed.sh`, never by plain `cargo test` (it needs that cluster); the
 //! scenarios run one after the other (`--test-threads 1`), the first on a fresh installation.
 
@@ -70,6 +73,8 @@ async fn default_flavor_through_the_installed_providers() {
         "installed: capo's pods {} ready, none restarted, security context as promised",
         pods.len()
     );
+    let idle = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!("installed figures: capo's pod at idle after clusterctl init: {idle}");
 
     let ns = t
         .namespace("installed")
@@ -89,17 +94,17 @@ spec:
       image: {filter: {name: ubuntu-2404-kube-v1.34}}
       providerID: openstack:///bad
 "#;
-    match capo_testkit::apply_yaml(&t.client, &ns, bad, false).await {
-        Ok(Err(rejected)) => {
-            let text = format!("{rejected:?}");
+    // Right after `clusterctl init` the webhook's Service may not route yet (its endpoints and
+    // kube-proxy's rules follow the pod's readiness): `apply` retries an unreachable webhook.
+    match t.apply(&ns, bad).await {
+        Err(text) => {
             assert!(
                 text.contains("providerID") && text.contains("cannot be set in a template"),
                 "not capo's webhook refusal naming the field: {text}"
             );
             println!("installed: bad OpenStackMachineTemplate refused at admission: {text}");
         }
-        Ok(Ok(_)) => t.fail("an OpenStackMachineTemplate with a providerID was accepted"),
-        Err(e) => t.fail(&format!("applying the bad template: {e}")),
+        Ok(()) => t.fail("an OpenStackMachineTemplate with a providerID was accepted"),
     }
 
     let name = "installed";
@@ -133,6 +138,75 @@ spec:
     println!(
         "installed figures: deleted, cloud empty, in {:.1} s",
         t2.elapsed().as_secs_f64()
+    );
+    let after = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!("installed figures: capo's pod after one cluster created, scaled, deleted: {after}");
+}
+
+/// How many clusters [`many_clusters_resident_memory`] creates (`hack/installed.sh --clusters N`).
+const CLUSTERS_VAR: &str = "CAPO_INSTALLED_CLUSTERS";
+
+/// capo's pod with many clusters (ten unless [`CLUSTERS_VAR`] says otherwise), each of
+/// clusterctl's default flavor with one control-plane machine and one worker, all created at
+/// once: its memory and CPU at idle, with every cluster Available, a minute later (steady state:
+/// only resyncs), and after all are deleted with nothing left in the cloud. A figure for the
+/// operator, not a timed assertion: run by `hack/installed.sh --clusters N`, not in CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: hack/installed.sh --clusters N runs it"]
+async fn many_clusters_resident_memory() {
+    let t = start().await;
+    let n: usize = std::env::var(CLUSTERS_VAR)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| t.fail(&format!("{CLUSTERS_VAR}={v} is not a number")))
+        })
+        .unwrap_or(10);
+    let idle = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!("installed figures: capo's pod before {n} clusters: {idle}");
+    let ns = t.namespace("many").await.unwrap_or_else(|e| t.fail(&e));
+    let names: Vec<String> = (0..n).map(|i| format!("many-{i}")).collect();
+    let t0 = Instant::now();
+    for name in &names {
+        t.create_default(name, &ns, 1, 1)
+            .await
+            .unwrap_or_else(|e| t.fail(&e));
+    }
+    for name in &names {
+        wait_up(&t, &ns, name, 2).await;
+    }
+    let (os_all, os_writes) = t.cloud.requests();
+    let up = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: {n} clusters ({} machines) Available {:.1} s after the first apply, \
+         OpenStack {os_all} requests ({os_writes} writes); capo's pod: {up}",
+        2 * n,
+        t0.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let steady = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    let (os_later, _) = t.cloud.requests();
+    println!(
+        "installed figures: {n} clusters a minute later: capo's pod {steady}, {} more OpenStack requests",
+        os_later - os_all
+    );
+
+    let t1 = Instant::now();
+    let mut deletes = tokio::task::JoinSet::new();
+    for name in names {
+        let (client, ns) = (t.client.clone(), ns.clone());
+        deletes.spawn(async move { cluster::delete_cluster(&client, &ns, &name, UP).await });
+    }
+    while let Some(done) = deletes.join_next().await {
+        done.unwrap_or_else(|e| t.fail(&format!("a delete task: {e}")))
+            .unwrap_or_else(|e| t.fail(&e));
+    }
+    let left = t.cloud.leftovers();
+    assert!(left.is_empty(), "deleting {n} clusters leaked: {left:#?}");
+    let after = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: {n} clusters deleted, cloud empty, in {:.1} s; capo's pod: {after}",
+        t1.elapsed().as_secs_f64()
     );
 }
 
@@ -269,6 +343,8 @@ async fn upstream_cluster_taken_over_by_clusterctl_upgrade() {
         "installed figures: upstream CAPO v0.14.7's cluster Available in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
+    let upstream = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!("installed figures: upstream CAPO v0.14.7's pod with this cluster: {upstream}");
     let before = ids(&t);
 
     let t1 = Instant::now();
@@ -305,6 +381,11 @@ async fn upstream_cluster_taken_over_by_clusterctl_upgrade() {
         "the takeover created or deleted something in the cloud"
     );
     println!("installed: capo took the cluster over, nothing created or deleted in the cloud");
+    let capo = t.provider_usage().await.unwrap_or_else(|e| t.fail(&e));
+    println!(
+        "installed figures: capo's pod with the same cluster: {capo}; RSS {:.2}x upstream's",
+        capo.rss_mib / upstream.rss_mib
+    );
 
     scale_workers_to_two(&t, &ns, name).await;
     cluster::delete_cluster(&t.client, &ns, name, UP)
