@@ -16,7 +16,8 @@
 # a release whose metadata declares another contract, or no series for its version (refused
 # before anything is installed), cert-manager not ready (its webhook's image missing) and capo's
 # image missing from the node (clusterctl names what is not ready); once the images are there,
-# capo converges without a reinstall and a rerun of `clusterctl init` is a no-op. Prints the
+# capo converges without a reinstall and a rerun of `clusterctl init` is a no-op; then
+# `clusterctl upgrade apply` to the next patch release (the same build, tagged so). Prints the
 # figures of docs/install.md (init to Available, capo's memory and CPU from the scenarios).
 #
 #   hack/installed.sh               build what is missing (cached), run the tier, tear it all down
@@ -269,4 +270,26 @@ mx kubectl -n capo-system rollout status deploy/capo-controller-manager --timeou
 (($(openstack_providers) == 1)) || die "capo is not installed once: $(openstack_providers) providers"
 say "bad input: capo Available $((SECONDS - t0)) s after its image was loaded, the rerun of init a no-op"
 check_capo_log bad-input
+
+# An upgrade within capo's series, as docs/install.md tells operators: the next patch release
+# built beside this one in a repository of the tier's own (the same build, tagged as the next
+# version), then `clusterctl upgrade apply`.
+next="${version%.*}.$((${version##*.} + 1))"
+say "upgrade: clusterctl upgrade apply from capo $version to $next"
+upgrade_repo="$dir/upgrade-repo/infrastructure-openstack"
+mkdir -p "$upgrade_repo"
+cp -r "$release_dir" "$upgrade_repo/$version"
+next_dir=$(hack/release.sh "$next" --out "$upgrade_repo/$next" | tail -n 1)
+hack/mgmt-cluster.sh load "$next_dir"/*.tar
+capo_config "$upgrade_repo/$version/infrastructure-components.yaml" >"$dir/upgrade-repo/clusterctl.yaml"
+t0=$SECONDS
+mx "${cc[@]}" upgrade apply --config "$dir/upgrade-repo/clusterctl.yaml" --kubeconfig "$kubeconfig" \
+  --infrastructure "capo-system/openstack:$next" --wait-providers --wait-provider-timeout 300
+image=$(mx kubectl -n capo-system get deploy capo-controller-manager -o jsonpath='{.spec.template.spec.containers[0].image}')
+[[ "$image" == *":$next" ]] || die "after the upgrade capo's Deployment runs $image, not $next"
+installed=$(mx kubectl -n capo-system get providers.clusterctl.cluster.x-k8s.io infrastructure-openstack -o jsonpath='{.version}')
+[[ "$installed" == "$next" ]] || die "clusterctl's inventory says capo $installed after the upgrade to $next"
+mx kubectl -n capo-system rollout status deploy/capo-controller-manager --timeout=120s >/dev/null
+say "upgrade: capo $next Available $((SECONDS - t0)) s after clusterctl upgrade apply"
+check_capo_log upgrade-patch
 say "all passed"
