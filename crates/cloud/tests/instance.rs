@@ -710,3 +710,30 @@ async fn without_soft_delete_volumes_are_deleted_by_capo() {
         "no delete_on_termination update when Nova deleted the server"
     );
 }
+
+#[tokio::test]
+async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated() {
+    let env = fast_env().await;
+    env.sim.control().set_server_reclaim_ms(3_600_000);
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("gone");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    instance::delete_server(&env.s, &server.id).await.unwrap();
+    assert_eq!(items(&env, "servers")[0]["status"], "SOFT_DELETED");
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The recorded server is gone: NotFound (the controller reports InstanceDeleted), never a
+    // second server under the same name.
+    match worker(&env, &o, &ports, &mut rec, &resolved).await {
+        Err(Error::NotFound { kind: "server", .. }) => {}
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    assert_eq!(count(&env, "servers"), 1);
+}
