@@ -24,6 +24,9 @@
 # Environment:
 #   CAPO_CACHE_DIR            cache root (default ~/.cache/capo)
 #   CAPO_OPENSTACK_PYTHON     a Python 3.12 interpreter (default: pyenv's newest 3.12, else python3.12)
+#   CAPO_OPENSTACK_RECLAIM_INTERVAL  Nova's reclaim_instance_interval in seconds (default 0): > 0
+#                             makes a deleted server SOFT_DELETED until reclaimed; a start with
+#                             another value than the running services have restarts them
 # See docs/real-openstack.md.
 set -euo pipefail
 
@@ -186,11 +189,16 @@ start() {
   [[ -n "${key:-}" && -x "$venv/bin/python" ]] || die "no virtualenv"
   exec 9>"$run_dir/.lock"
   flock 9
-  if [[ -f "$run_dir/ready" ]] && all_alive; then
+  # Nova's soft delete is part of the running configuration: a start asking for another
+  # interval than the running services have restarts them.
+  local reclaim="${CAPO_OPENSTACK_RECLAIM_INTERVAL:-0}"
+  if [[ -f "$run_dir/ready" ]] && all_alive &&
+     [[ "$(cat "$run_dir/reclaim" 2>/dev/null || echo 0)" == "$reclaim" ]]; then
     cat "$run_dir/ready"
     return
   fi
   echo "$venv" >"$run_dir/venv"
+  echo "$reclaim" >"$run_dir/reclaim"
   # Whatever is left of an earlier start (some processes died) is stopped: the start below resets
   # the databases to the baseline, which no running service may see happen.
   stop_all

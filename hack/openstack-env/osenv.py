@@ -103,6 +103,15 @@ def ini(sections):
     return "\n".join(out)
 
 
+def reclaim_interval():
+    """Nova's `reclaim_instance_interval` in seconds, from CAPO_OPENSTACK_RECLAIM_INTERVAL (a
+    non-negative integer; unset or empty is 0, no soft delete)."""
+    raw = os.environ.get("CAPO_OPENSTACK_RECLAIM_INTERVAL", "").strip() or "0"
+    if not raw.isdigit():
+        sys.exit(f"CAPO_OPENSTACK_RECLAIM_INTERVAL must be a number of seconds, not {raw!r}")
+    return int(raw)
+
+
 class Env:
     def __init__(self, run_dir, venv, key, repo):
         self.dir = pathlib.Path(run_dir).resolve()
@@ -279,7 +288,10 @@ class Env:
                         "sync_power_state_interval": -1, "host": COMPUTE_HOSTS[0][0],
                         "my_ip": HOST, "state_path": s / "nova", "instances_path": s / "nova/instances",
                         "enabled_apis": "osapi_compute", "default_availability_zone": DEFAULT_AZ,
-                        "osapi_compute_listen": HOST, "metadata_listen": HOST},
+                        "osapi_compute_listen": HOST, "metadata_listen": HOST,
+                        # > 0: a deleted server stays SOFT_DELETED this many seconds, then the
+                        # compute host's periodic task reclaims it (0, Nova's default: none).
+                        "reclaim_instance_interval": reclaim_interval()},
             "wsgi": {"api_paste_config": self.etc / "nova/api-paste.ini"},
             "api_database": {"connection": self.db("nova_api")},
             "database": {"connection": self.db("nova")},

@@ -550,3 +550,190 @@ async fn foreign_and_duplicate_servers_are_refused() {
     assert_eq!(count(&env, "servers"), 1);
     assert_eq!(count(&env, "ports"), 1);
 }
+
+/// Boot `o` from a root volume with a data volume on one port; (recorded IDs, port names,
+/// volume names).
+async fn boot_from_volume(env: &Env, o: &ServerOwner) -> (Recorded, Vec<String>, Vec<String>) {
+    let s = &env.s;
+    let (n, sn) = network(env).await;
+    let ports = [port_spec(o, &n, &sn, 0)];
+    let image = seeded_image(env).await;
+    let devices = vec![AdditionalBlockDevice {
+        name: "etcd".into(),
+        size_gib: 2,
+        storage: BlockDeviceStorage {
+            r#type: "Volume".into(),
+            volume: Some(BlockDeviceVolume::default()),
+        },
+    }];
+    let root = RootVolume {
+        size_gib: 10,
+        ..Default::default()
+    };
+    let plan = plan_volumes(&o.name, Some(&root), Some(&image), &devices, None);
+    let mut recorded = BTreeMap::new();
+    let mut vols = Vec::new();
+    for _ in 0..50 {
+        let out = instance::ensure_volumes(s, o, &plan, &recorded.clone(), |d, id| {
+            recorded.insert(d.to_owned(), id.to_owned());
+        })
+        .await
+        .unwrap();
+        if let Progress::Done(v) = out {
+            vols = v;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(vols.len(), 2);
+    let port = instance::ensure_port(s, o, &ports[0], None).await.unwrap();
+    let flavor = instance::resolve_flavor(s, None, Some("2")).await.unwrap();
+    let req = ServerRequest {
+        flavor_id: flavor.id,
+        image_id: Some(image),
+        port_ids: vec![port.id.clone()],
+        volumes: vols.clone(),
+        ..Default::default()
+    };
+    let mut rec = Recorded {
+        port_ids: vec![port.id],
+        volume_ids: vols.iter().map(|v| v.id.clone()).collect(),
+        ..Default::default()
+    };
+    for _ in 0..50 {
+        let (server, progress) = instance::ensure_server(s, o, &req, rec.instance_id.as_deref())
+            .await
+            .unwrap();
+        rec.instance_id = Some(server.id);
+        if progress.is_done() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let names = plan.iter().map(|v| v.name.clone()).collect();
+    (rec, vec![ports[0].name.clone()], names)
+}
+
+/// DELETEs of servers the simulator answered.
+fn server_deletes(env: &Env) -> u64 {
+    env.sim
+        .control()
+        .counters()
+        .get("compute DELETE /compute/v2.1/servers/{id}")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Nova's `delete_on_termination` of each volume attached to `server` (2.85).
+async fn delete_on_termination(env: &Env, server: &str) -> BTreeMap<String, bool> {
+    capo_openstack::compute::list_volume_attachments_dot(&env.s, server)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.volume_id, a.delete_on_termination == Some(true)))
+        .collect()
+}
+
+#[tokio::test]
+async fn soft_deleted_server_counts_as_deleted_and_nova_takes_its_volumes() {
+    let env = fast_env().await;
+    env.sim.control().set_server_reclaim_ms(3_600_000);
+    let o = server_owner("sd");
+    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    let id = rec.instance_id.clone().unwrap();
+    env.sim.control().clear_requests();
+    delete_all(&env, &o, &rec, &ports, &vols).await;
+    println!("soft delete: {:?}", trace(&env));
+    // Done while Nova keeps the server: its port deleted, its volumes (the root one cannot be
+    // detached) attached still and marked for Nova to delete with it.
+    let servers = items(&env, "servers");
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0]["status"], "SOFT_DELETED");
+    assert_eq!(count(&env, "ports"), 0, "{:?}", items(&env, "ports"));
+    let volumes = items(&env, "volumes");
+    assert_eq!(volumes.len(), 2);
+    assert!(
+        volumes.iter().all(|v| v["status"] == "in-use"),
+        "{volumes:?}"
+    );
+    let marked = delete_on_termination(&env, &id).await;
+    assert_eq!(marked.len(), 2);
+    assert!(marked.values().all(|m| *m), "{marked:?}");
+    assert_eq!(server_deletes(&env), 1);
+    // Later passes (a requeue, a lost status) find nothing to do: no second DELETE, which
+    // would restart Nova's reclaim clock, and nothing written.
+    env.sim.control().clear_requests();
+    delete_all(&env, &o, &rec, &ports, &vols).await;
+    delete_all(&env, &o, &Recorded::default(), &ports, &vols).await;
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+    // Nova's reclaim takes the server and its volumes.
+    assert_eq!(env.sim.control().reclaim_servers(), 1);
+    nothing_left(&env);
+}
+
+#[tokio::test]
+async fn a_server_restored_during_its_deletion_is_deleted_again() {
+    let env = fast_env().await;
+    env.sim.control().set_server_reclaim_ms(3_600_000);
+    let o = server_owner("rs");
+    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    let id = rec.instance_id.clone().unwrap();
+    delete_all(&env, &o, &rec, &ports, &vols).await;
+    // Restored behind capo's back before its controller let go (a requeued pass follows).
+    let restore = capo_openstack::Request::post(
+        capo_openstack::Service::Compute,
+        format!("servers/{id}/action"),
+        "server_action",
+        serde_json::json!({"restore": null}),
+    );
+    env.s.send(&restore).await.unwrap();
+    assert_eq!(items(&env, "servers")[0]["status"], "ACTIVE");
+    env.sim.control().clear_requests();
+    delete_all(&env, &o, &rec, &ports, &vols).await;
+    assert_eq!(server_deletes(&env), 1, "deleted again");
+    assert_eq!(items(&env, "servers")[0]["status"], "SOFT_DELETED");
+    assert_eq!(env.sim.control().reclaim_servers(), 1);
+    nothing_left(&env);
+}
+
+#[tokio::test]
+async fn without_soft_delete_volumes_are_deleted_by_capo() {
+    let env = fast_env().await;
+    let o = server_owner("hd");
+    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    delete_all(&env, &o, &rec, &ports, &vols).await;
+    nothing_left(&env);
+    assert!(
+        !trace(&env)
+            .iter()
+            .any(|l| l.starts_with("PUT ") && l.contains("os-volume_attachments")),
+        "no delete_on_termination update when Nova deleted the server"
+    );
+}
+
+#[tokio::test]
+async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated() {
+    let env = fast_env().await;
+    env.sim.control().set_server_reclaim_ms(3_600_000);
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("gone");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    instance::delete_server(&env.s, &server.id).await.unwrap();
+    assert_eq!(items(&env, "servers")[0]["status"], "SOFT_DELETED");
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The recorded server is gone: NotFound (the controller reports InstanceDeleted), never a
+    // second server under the same name.
+    match worker(&env, &o, &ports, &mut rec, &resolved).await {
+        Err(Error::NotFound { kind: "server", .. }) => {}
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    assert_eq!(count(&env, "servers"), 1);
+}

@@ -31,6 +31,17 @@ pub struct Volume {
     pub metadata: BTreeMap<String, String>,
     #[serde(default)]
     pub multiattach: bool,
+    /// The servers it is attached to.
+    #[serde(default)]
+    pub attachments: Vec<VolumeServerAttachment>,
+}
+
+/// One attachment of a volume, as Cinder lists it on the volume.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct VolumeServerAttachment {
+    /// Nova server ID.
+    #[serde(default)]
+    pub server_id: String,
 }
 
 /// Create a volume.

@@ -19,6 +19,8 @@ pub const BASE_MICROVERSION: ApiVersion = ApiVersion(2, 38);
 pub const TAGS_MICROVERSION: ApiVersion = ApiVersion(2, 53);
 /// Microversion for multiattach volumes.
 pub const MULTIATTACH_MICROVERSION: ApiVersion = ApiVersion(2, 60);
+/// Microversion that shows (2.79) and updates (2.85) an attachment's `delete_on_termination`.
+pub const ATTACHMENT_UPDATE_MICROVERSION: ApiVersion = ApiVersion(2, 85);
 
 const S: Service = Service::Compute;
 
@@ -207,6 +209,41 @@ pub async fn list_volume_attachments(
 ) -> Result<Vec<VolumeAttachment>> {
     s.fetch(
         &list_volume_attachments_request(server_id),
+        "volumeAttachments",
+    )
+    .await
+}
+
+/// PUT /servers/{id}/os-volume_attachments/{volume} (2.85) setting `delete_on_termination`:
+/// Nova then deletes the volume when it deletes (or reclaims) the server.
+pub fn set_delete_on_termination_request(server_id: &str, volume_id: &str, on: bool) -> Request {
+    Request::put(
+        S,
+        format!("servers/{server_id}/os-volume_attachments/{volume_id}"),
+        "volume_attachment_update",
+        json!({"volumeAttachment": {"volumeId": volume_id, "delete_on_termination": on}}),
+    )
+    .with_microversion(ATTACHMENT_UPDATE_MICROVERSION)
+}
+/// Set an attachment's `delete_on_termination` (Nova 2.85).
+pub async fn set_delete_on_termination(
+    s: &Session,
+    server_id: &str,
+    volume_id: &str,
+    on: bool,
+) -> Result<()> {
+    s.send(&set_delete_on_termination_request(server_id, volume_id, on))
+        .await
+        .map(drop)
+}
+/// List a server's volume attachments with their `delete_on_termination` (2.85).
+pub async fn list_volume_attachments_dot(
+    s: &Session,
+    server_id: &str,
+) -> Result<Vec<VolumeAttachment>> {
+    s.fetch(
+        &list_volume_attachments_request(server_id)
+            .with_microversion(ATTACHMENT_UPDATE_MICROVERSION),
         "volumeAttachments",
     )
     .await

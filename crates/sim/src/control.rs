@@ -1,5 +1,6 @@
 //! The control API (`/_sim/...`, no auth) and its typed in-process twin [`Control`]: reset, seed,
-//! latency, transition delays, fault injection, request log, counters and per-project state dumps.
+//! latency, transition delays, fault injection, reclaim of soft-deleted servers, request log,
+//! counters and per-project state dumps.
 //! Also the middleware that applies latency and faults and records every request.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -281,6 +282,19 @@ impl Control {
         Ok(())
     }
 
+    /// Nova's `reclaim_instance_interval` in ms ([`Seed::server_reclaim_ms`]): 0 deletes servers
+    /// at once, above 0 soft-deletes them. Kept by [`Control::reset`] (it is part of the seed).
+    pub fn set_server_reclaim_ms(&self, ms: u64) {
+        self.shared.world.lock().seed.server_reclaim_ms = ms;
+    }
+
+    /// Reclaim every `SOFT_DELETED` server now, as Nova's periodic task does once
+    /// `reclaim_instance_interval` has passed (ports Nova made deleted, others unbound, volumes
+    /// detached, those marked `delete_on_termination` deleted); returns how many.
+    pub fn reclaim_servers(&self) -> usize {
+        crate::compute::servers::reclaim_all(&mut self.shared.world.lock())
+    }
+
     /// The request log (most recent last).
     pub fn requests(&self) -> Vec<LogEntry> {
         self.shared.rt.lock().log.iter().cloned().collect()
@@ -451,6 +465,30 @@ pub fn routes(ctl: Control) -> Router<AppState> {
                 move || async move {
                     c.clear_requests();
                     done()
+                }
+            }),
+        )
+        .route(
+            "/_sim/reclaim",
+            post({
+                let c = c(&ctl);
+                move || async move {
+                    axum::Json(json!({"reclaimed": c.reclaim_servers()})).into_response()
+                }
+            })
+            .put({
+                let c = c(&ctl);
+                move |b: Bytes| async move {
+                    match parse::<Value>(&b) {
+                        Ok(v) => match v["server_reclaim_ms"].as_u64() {
+                            Some(ms) => {
+                                c.set_server_reclaim_ms(ms);
+                                done()
+                            }
+                            None => ctl_err("expected {\"server_reclaim_ms\": <ms>}"),
+                        },
+                        Err(r) => *r,
+                    }
                 }
             }),
         )

@@ -147,6 +147,12 @@ pub struct Seed {
     pub volume_types: Vec<SeedVolumeType>,
     /// Default quota limits for every project (Nova, Neutron and Cinder keys; -1 = unlimited).
     pub quotas: BTreeMap<String, i64>,
+    /// Nova's `reclaim_instance_interval`, in milliseconds: 0 (the default, as Nova's) deletes a
+    /// server at once; above 0 a deleted server that ran becomes `SOFT_DELETED` (shown by ID, left
+    /// out of lists but an admin's `status=SOFT_DELETED`, ports still bound, volumes still
+    /// attached, outside the quota) and is reclaimed that long after, or earlier by
+    /// `POST /_sim/reclaim` ([`crate::Control::reclaim_servers`]) or Nova's `forceDelete` action.
+    pub server_reclaim_ms: u64,
 }
 
 fn s(v: &str) -> String {
@@ -276,6 +282,7 @@ impl Default for Seed {
                 },
             ],
             quotas: quotas.into_iter().map(|(k, v)| (s(k), v)).collect(),
+            server_reclaim_ms: 0,
         }
     }
 }

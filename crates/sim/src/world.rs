@@ -71,6 +71,8 @@ pub enum PendingKind {
     },
     /// A load balancer in PENDING_DELETE disappears with its children.
     LbDelete(String),
+    /// A SOFT_DELETED server is reclaimed (if it still is, and its interval has passed).
+    ServerReclaim(String),
 }
 
 /// A Keystone domain.
@@ -289,6 +291,7 @@ impl World {
                 PendingKind::VolumeCreate(id) => crate::volume::finish_create(self, &id),
                 PendingKind::LbActive { lb } => crate::loadbalancer::finish_pending(self, &lb),
                 PendingKind::LbDelete(id) => crate::loadbalancer::finish_delete(self, &id),
+                PendingKind::ServerReclaim(id) => crate::compute::servers::reclaim_due(self, &id),
             }
         }
     }

@@ -391,3 +391,188 @@ async fn affinity_shares_host_and_console_output() {
     assert_eq!(st, StatusCode::OK);
     assert!(out["output"].is_string());
 }
+
+/// A simulator whose Nova soft-deletes (`reclaim_instance_interval`), with instant builds.
+async fn soft_delete_sim(reclaim_ms: u64) -> capo_sim::Sim {
+    common::start(SimConfig {
+        seed: capo_sim::Seed {
+            server_reclaim_ms: reclaim_ms,
+            ..Default::default()
+        },
+        delays: common::instant(),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// A server on a port of its own with a data volume attached (not delete_on_termination):
+/// (server, port, volume).
+async fn server_with_port_and_volume(c: &common::Client, name: &str) -> (String, String, String) {
+    let (net, _) = c.net_with_subnet(&format!("{name}-n"), "10.0.0.0/24").await;
+    let (_, p) = c
+        .post("/network/v2.0/ports", json!({"port": {"network_id": net}}))
+        .await;
+    let port = p["port"]["id"].as_str().unwrap().to_string();
+    let vp = format!("/volume/v3/{}", c.project);
+    let (_, v) = c
+        .post(
+            &format!("{vp}/volumes"),
+            json!({"volume": {"size": 1, "name": format!("{name}-data")}}),
+        )
+        .await;
+    let vol = v["volume"]["id"].as_str().unwrap().to_string();
+    c.get(&format!("{vp}/volumes/{vol}")).await;
+    let (st, s) = boot(c, name, &port).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{s}");
+    let srv = s["server"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        c.get(&format!("/compute/v2.1/servers/{srv}")).await.1["server"]["status"],
+        "ACTIVE"
+    );
+    let (st, a) = c
+        .post(
+            &format!("/compute/v2.1/servers/{srv}/os-volume_attachments"),
+            json!({"volumeAttachment": {"volumeId": vol}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{a}");
+    (srv, port, vol)
+}
+
+#[tokio::test]
+async fn soft_delete_keeps_the_server_until_reclaimed() {
+    let sim = soft_delete_sim(3_600_000).await;
+    let mut c = common::capo(&sim).await;
+    c.headers = vec![("openstack-api-version".into(), "compute 2.85".into())];
+    let (srv, port, vol) = server_with_port_and_volume(&c, "sd").await;
+    let vp = format!("/volume/v3/{}", c.project);
+    let path = format!("/compute/v2.1/servers/{srv}");
+    assert_eq!(c.delete(&path).await.0, StatusCode::NO_CONTENT);
+    // Shown by ID, left out of lists (an admin asking for status=SOFT_DELETED sees it).
+    let (st, s) = c.get(&path).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(s["server"]["status"], "SOFT_DELETED");
+    assert_eq!(s["server"]["OS-EXT-STS:vm_state"], "soft-delete");
+    assert!(
+        s["server"].get("_reclaim_at").is_none(),
+        "internal fields stay internal"
+    );
+    for q in ["", "?status=SOFT_DELETED"] {
+        let (_, l) = c.get(&format!("/compute/v2.1/servers/detail{q}")).await;
+        assert!(l["servers"].as_array().unwrap().is_empty(), "{q}: {l}");
+    }
+    let admin = common::login(&sim, "admin", "admin-password", "admin").await;
+    let (_, l) = admin
+        .get("/compute/v2.1/servers/detail?all_tenants=1&status=SOFT_DELETED")
+        .await;
+    assert_eq!(l["servers"].as_array().unwrap().len(), 1, "{l}");
+    // Its port stays bound and its volume attached; it no longer counts against the quota.
+    let (_, p) = c.get(&format!("/network/v2.0/ports/{port}")).await;
+    assert_eq!(p["port"]["device_id"], srv.as_str());
+    // Neutron's default policy: a member deletes no port bound to a server (admins may), but
+    // may clear its device_id/device_owner and then delete it.
+    let port_path = format!("/network/v2.0/ports/{port}");
+    let (st, e) = c.delete(&port_path).await;
+    assert_eq!(st, StatusCode::FORBIDDEN, "{e}");
+    assert_eq!(e["NeutronError"]["type"], "PolicyNotAuthorized", "{e}");
+    let release = json!({"port": {"device_id": "", "device_owner": ""}});
+    assert_eq!(c.put(&port_path, release).await.0, StatusCode::OK);
+    assert_eq!(c.delete(&port_path).await.0, StatusCode::NO_CONTENT);
+    let (_, v) = c.get(&format!("{vp}/volumes/{vol}")).await;
+    assert_eq!(v["volume"]["status"], "in-use");
+    let (_, lim) = c.get("/compute/v2.1/limits").await;
+    assert_eq!(lim["limits"]["absolute"]["totalInstancesUsed"], 0);
+    // Nova's 2.85 update: the volume goes with the server when it is reclaimed.
+    let att = format!("{path}/os-volume_attachments/{vol}");
+    let body = json!({"volumeAttachment": {"volumeId": vol, "delete_on_termination": true}});
+    c.headers = vec![("openstack-api-version".into(), "compute 2.84".into())];
+    assert_eq!(
+        c.put(&att, body.clone()).await.0,
+        StatusCode::FORBIDDEN,
+        "a swap below 2.85"
+    );
+    c.headers = vec![("openstack-api-version".into(), "compute 2.85".into())];
+    assert_eq!(c.put(&att, body.clone()).await.0, StatusCode::ACCEPTED);
+    let (_, a) = c.get(&att).await;
+    assert_eq!(a["volumeAttachment"]["delete_on_termination"], true);
+    // restore, then delete again; forceDelete needs nothing more.
+    let (st, _) = c
+        .post(&format!("{path}/action"), json!({"restore": null}))
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED);
+    assert_eq!(c.get(&path).await.1["server"]["status"], "ACTIVE");
+    let (st, _) = c
+        .post(&format!("{path}/action"), json!({"restore": null}))
+        .await;
+    assert_eq!(
+        st,
+        StatusCode::CONFLICT,
+        "only a soft-deleted server is restored"
+    );
+    assert_eq!(c.delete(&path).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(sim.control().reclaim_servers(), 1);
+    assert_eq!(c.get(&path).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        c.get(&format!("{vp}/volumes/{vol}")).await.0,
+        StatusCode::NOT_FOUND,
+        "delete_on_termination: reclaimed with the server"
+    );
+    assert_eq!(sim.control().reclaim_servers(), 0);
+}
+
+#[tokio::test]
+async fn soft_deleted_servers_are_reclaimed_after_the_interval() {
+    let sim = soft_delete_sim(300).await;
+    let c = common::capo(&sim).await;
+    let (srv, port, vol) = server_with_port_and_volume(&c, "sdi").await;
+    let path = format!("/compute/v2.1/servers/{srv}");
+    assert_eq!(c.delete(&path).await.0, StatusCode::NO_CONTENT);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Deleted again: Nova resets deleted_at, the reclaim starts over.
+    assert_eq!(c.delete(&path).await.0, StatusCode::NO_CONTENT);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(c.get(&path).await.1["server"]["status"], "SOFT_DELETED");
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    assert_eq!(c.get(&path).await.0, StatusCode::NOT_FOUND);
+    let (_, p) = c.get(&format!("/network/v2.0/ports/{port}")).await;
+    assert_eq!(p["port"]["device_id"], "");
+    let (_, v) = c
+        .get(&format!("/volume/v3/{}/volumes/{vol}", c.project))
+        .await;
+    assert_eq!(
+        v["volume"]["status"], "available",
+        "detached, kept (no delete_on_termination)"
+    );
+    // A server that never ran is deleted at once, as Nova does (no soft delete before launch).
+    sim.control().fail_builds("^never$", 1).unwrap();
+    let (st, s) = boot(&c, "never", &port).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{s}");
+    let id = s["server"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        c.get(&format!("/compute/v2.1/servers/{id}")).await.1["server"]["status"],
+        "ERROR"
+    );
+    assert_eq!(
+        c.delete(&format!("/compute/v2.1/servers/{id}")).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        c.get(&format!("/compute/v2.1/servers/{id}")).await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn without_a_reclaim_interval_servers_are_deleted_at_once() {
+    let sim = common::sim().await;
+    let c = common::capo(&sim).await;
+    let (srv, _, _) = server_with_port_and_volume(&c, "hd").await;
+    let path = format!("/compute/v2.1/servers/{srv}");
+    assert_eq!(c.delete(&path).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(c.get(&path).await.0, StatusCode::NOT_FOUND);
+    let (st, _) = c
+        .post(&format!("{path}/action"), json!({"restore": null}))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+}

@@ -27,5 +27,5 @@ pub use resolve::{
     find_image, resolve_flavor, resolve_image, resolve_network, resolve_security_group,
     resolve_server_group, resolve_subnet,
 };
-pub use server::{ServerRequest, delete_server, ensure_server, get_server};
+pub use server::{ServerRequest, delete_server, ensure_server, get_server, is_gone};
 pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};

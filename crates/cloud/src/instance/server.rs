@@ -45,8 +45,8 @@ pub struct ServerRequest {
 /// Done; BUILD (or any other transitional state) → Waiting; ERROR → [`Error::InstanceFailed`] carrying Nova's fault (retryable on
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
-/// twice. A recorded server that no longer exists (and none by name either) was deleted out of
-/// band: [`Error::NotFound`] with kind `server`, never a silent re-create (the caller reports
+/// twice. A recorded server that no longer exists or is gone ([`is_gone`]: `SOFT_DELETED`
+/// too), and none by name either, was deleted out of band: [`Error::NotFound`] with kind `server`, never a silent re-create (the caller reports
 /// InstanceDeleted so a MachineHealthCheck can remediate).
 pub async fn ensure_server(
     s: &Session,
@@ -97,8 +97,18 @@ fn classify_state(owner: &ServerOwner, server: Server) -> Result<(Server, Progre
     }
 }
 
+/// Whether Nova's `status` means the server is gone for capo: `DELETED`, or `SOFT_DELETED`
+/// (a cloud with `reclaim_instance_interval > 0` keeps a deleted server, powered off and shown
+/// by ID, until it reclaims it; upstream v0.14 counts it as deleted too, its PR 2834). The one place
+/// that decides it: [`get_server`] and [`find_server`] answer `None` for such a server, so
+/// nothing capo does (create, adopt, steady checks, delete) sees it as a server any more.
+pub fn is_gone(status: &str) -> bool {
+    matches!(status, "DELETED" | "SOFT_DELETED")
+}
+
 /// The recorded server if it still exists, else the only server with our exact name that is
-/// ours (or unmarked: adopted). More than one → an error naming their IDs.
+/// ours (or unmarked: adopted). More than one → an error naming their IDs. A gone server
+/// ([`is_gone`]) is never found.
 pub(crate) async fn find_server(
     s: &Session,
     owner: &ServerOwner,
@@ -116,13 +126,18 @@ pub(crate) async fn find_server(
         .await
         .ctx(|| format!("list servers {:?}", owner.name))?
         .into_iter()
-        .filter(|v| v.name == owner.name && v.status != "DELETED")
+        .filter(|v| v.name == owner.name && !is_gone(&v.status))
         .collect();
     pick("server", &owner.name, found, |v| &v.id, class)
 }
 
-/// GET server `id`; a 404 is `None`.
+/// GET server `id`; a 404 or a gone server ([`is_gone`]) is `None`.
 pub async fn get_server(s: &Session, id: &str) -> Result<Option<Server>> {
+    Ok(get_server_any(s, id).await?.filter(|v| !is_gone(&v.status)))
+}
+
+/// GET server `id` whatever its status (a gone server too); a 404 is `None`.
+pub(crate) async fn get_server_any(s: &Session, id: &str) -> Result<Option<Server>> {
     compute::get_server(s, id)
         .await
         .ctx_opt(|| format!("get server {id}"))

@@ -13,4 +13,5 @@ mod faults;
 mod lifecycle;
 mod primary_subnet;
 mod scale;
+mod soft_delete;
 mod three_plus_two;

@@ -121,7 +121,7 @@ pub struct Server {
     /// Name.
     #[serde(default)]
     pub name: String,
-    /// ACTIVE, BUILD, ERROR, SHUTOFF, DELETED, ...
+    /// ACTIVE, BUILD, ERROR, SHUTOFF, SOFT_DELETED, DELETED, ...
     #[serde(default)]
     pub status: String,
     /// Addresses by network name.
@@ -240,6 +240,9 @@ pub struct VolumeAttachment {
     /// Device path.
     #[serde(default)]
     pub device: Option<String>,
+    /// Whether Nova deletes the volume with the server (shown from 2.79).
+    #[serde(default)]
+    pub delete_on_termination: Option<bool>,
 }
 
 /// A fixed IP of an interface.

@@ -122,6 +122,58 @@ pub async fn attach_volume(
     ok(json!({"volumeAttachment": v}))
 }
 
+/// PUT one attachment: from 2.85 (with `volumeId` the volume of the path) it updates the
+/// attachment's `delete_on_termination`, in any server state (Nova checks none: the way to have
+/// Nova delete a volume with a soft-deleted server). Anything else is a volume swap, which
+/// Nova's default policy allows only to admins; capo-sim does not model it.
+pub async fn update_volume(
+    State(st): State<AppState>,
+    ctx: Ctx,
+    Extension(mv): Extension<Mv>,
+    Path((id, vid)): Path<(String, String)>,
+    b: Bytes,
+) -> ApiResult {
+    let req = member(SVC, body(SVC, &b)?, "volumeAttachment")?;
+    let mut w = st.world();
+    let s = find(&w, &ctx, &id)?.clone();
+    if !mv.at_least(2, 85) || req["volumeId"] != json!(vid) {
+        return Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "",
+            "Policy doesn't allow os_compute_api:os-volumes-attachments:swap to be performed.",
+        ));
+    }
+    if w.get("volumes", &vid)
+        .and_then(|v| attachment(&s, &v.body, mv))
+        .is_none()
+    {
+        return Err(nf(format!(
+            "Volume {vid} is not attached to the instance {id}."
+        )));
+    }
+    let dot = &req["delete_on_termination"];
+    if !(dot.is_null() || dot.is_boolean()) {
+        return Err(bad(format!(
+            "Invalid input for field/attribute delete_on_termination. Value: {dot}. {dot} is not of type 'boolean'"
+        )));
+    }
+    if let Some(on) = dot.as_bool()
+        && let Some(r) = w.get_mut("servers", &id)
+    {
+        let list = r.body["_delete_on_termination"]
+            .as_array_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut list: Vec<Value> = list.into_iter().filter(|x| x != &json!(vid)).collect();
+        if on {
+            list.push(json!(vid));
+        }
+        r.body["_delete_on_termination"] = Value::Array(list);
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
 /// DELETE one attachment.
 pub async fn detach_volume(
     State(st): State<AppState>,

@@ -215,7 +215,7 @@ async fn azs(State(st): State<AppState>, _ctx: Ctx, uri: axum::http::Uri) -> Api
 fn usage(w: &crate::world::World, project: &str) -> Vec<(&'static str, &'static str, i64)> {
     let servers: Vec<&Value> = w
         .iter("servers")
-        .filter(|(_, r)| r.project == project)
+        .filter(|(_, r)| r.project == project && crate::compute::servers::uses_quota(&r.body))
         .map(|(_, r)| &r.body)
         .collect();
     let sum = |k: &str| {

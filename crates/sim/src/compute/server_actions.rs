@@ -1,4 +1,5 @@
-//! Nova server sub-resources: actions (start/stop/reboot/console output), metadata and tags.
+//! Nova server sub-resources: actions (start/stop/reboot/console output, restore/forceDelete of
+//! a soft-deleted server), metadata and tags.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -6,7 +7,7 @@ use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::json;
 
-use crate::compute::servers::{find, not_found};
+use crate::compute::servers::{self, SOFT_DELETED, find, not_found};
 use crate::compute::{SVC, bad, conflict, nf};
 use crate::error::ApiResult;
 use crate::http::{AppState, Ctx, body, ok};
@@ -34,6 +35,16 @@ pub async fn action(
     let (from, to, power) = match name.as_str() {
         "os-getConsoleOutput" => {
             return ok(json!({"output": format!("capo-sim console of {id}\n")}));
+        }
+        // Nova's deferred delete (a cloud with reclaim_instance_interval > 0).
+        "restore" if status == SOFT_DELETED => {
+            servers::restore(&mut w, &id)?;
+            return Ok(StatusCode::ACCEPTED.into_response());
+        }
+        "restore" => ("SOFT_DELETED", "ACTIVE", 1),
+        "forceDelete" => {
+            servers::remove_server(&mut w, &id);
+            return Ok(StatusCode::ACCEPTED.into_response());
         }
         "os-stop" => ("ACTIVE", "SHUTOFF", 4),
         "os-start" => ("SHUTOFF", "ACTIVE", 1),

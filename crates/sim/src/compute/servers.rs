@@ -87,10 +87,19 @@ pub fn finish_build(w: &mut World, id: &str) {
     }
 }
 
-fn check_quota(w: &World, project: &str, flavor: &Value) -> ApiResult<()> {
+/// Whether a server counts against the project's quota: not while `SOFT_DELETED` (Nova
+/// counts instances whose vm_state is not soft-delete; `restore` checks the quota again).
+pub fn uses_quota(b: &Value) -> bool {
+    b["status"] != json!(SOFT_DELETED)
+}
+
+/// Nova's status of a server deleted on a cloud with `reclaim_instance_interval > 0`.
+pub const SOFT_DELETED: &str = "SOFT_DELETED";
+
+pub(crate) fn check_quota(w: &World, project: &str, flavor: &Value) -> ApiResult<()> {
     let servers: Vec<&Value> = w
         .iter(COL)
-        .filter(|(_, r)| r.project == project)
+        .filter(|(_, r)| r.project == project && uses_quota(&r.body))
         .map(|(_, r)| &r.body)
         .collect();
     let used = |k: &str| {
@@ -511,11 +520,22 @@ fn list_matches(w: &World, b: &Value, q: &Query) -> bool {
 /// Nova's default `[api] max_limit`.
 const MAX_LIMIT: usize = 1000;
 
+/// Nova lists a soft-deleted server only to an admin asking for `status=SOFT_DELETED` (the
+/// database query leaves soft-deleted instances out unless asked); GET by ID shows it.
+fn listed(ctx: &Ctx, b: &Value, q: &Query) -> bool {
+    b["status"] != json!(SOFT_DELETED)
+        || (ctx.admin
+            && q.get("status")
+                .is_some_and(|s| s.eq_ignore_ascii_case(SOFT_DELETED)))
+}
+
 fn list(st: &AppState, ctx: &Ctx, q: &Query, mv: Mv, detail: bool) -> ApiResult {
     let w = st.world();
     let mut items: Vec<Value> = w
         .iter(COL)
-        .filter(|(_, r)| ctx.owns(&r.project) && list_matches(&w, &r.body, q))
+        .filter(|(_, r)| {
+            ctx.owns(&r.project) && listed(ctx, &r.body, q) && list_matches(&w, &r.body, q)
+        })
         .map(|(_, r)| r.body.clone())
         .collect();
     items.reverse();
@@ -567,8 +587,9 @@ async fn show(
     ok(json!({"server": s}))
 }
 
-/// Remove a server: delete the ports Nova created, unbind the others, detach volumes.
-fn remove_server(w: &mut World, id: &str) {
+/// Remove a server: delete the ports Nova created, unbind the others, detach volumes (deleting
+/// those marked `delete_on_termination`).
+pub(crate) fn remove_server(w: &mut World, id: &str) {
     let Some(rec) = w.remove(COL, id) else { return };
     let created: Vec<String> =
         serde_json::from_value(rec.body["_created_ports"].clone()).unwrap_or_default();
@@ -589,11 +610,84 @@ fn remove_server(w: &mut World, id: &str) {
     }
 }
 
+/// DELETE: at once, or with `server_reclaim_ms > 0` in the seed (Nova's
+/// `reclaim_instance_interval`) a soft delete of a server that ran (Nova deletes one that never
+/// launched at once). A soft-deleted server deleted again is soft-deleted again: Nova resets its
+/// `deleted_at`, so the reclaim starts over.
 async fn delete(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String>) -> ApiResult {
     let mut w = st.world();
-    find(&w, &ctx, &id)?;
-    remove_server(&mut w, &id);
+    let launched = !find(&w, &ctx, &id)?["OS-SRV-USG:launched_at"].is_null();
+    let reclaim_ms = w.seed.server_reclaim_ms;
+    if reclaim_ms > 0 && launched {
+        soft_delete(&mut w, &id, reclaim_ms);
+    } else {
+        remove_server(&mut w, &id);
+    }
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Soft-delete: `SOFT_DELETED`, powered off, still listed with its ports bound and volumes
+/// attached; reclaimed `reclaim_ms` from now ([`reclaim_due`]).
+fn soft_delete(w: &mut World, id: &str, reclaim_ms: u64) {
+    let at = chrono::Utc::now() + chrono::Duration::milliseconds(reclaim_ms as i64);
+    if let Some(r) = w.get_mut(COL, id) {
+        let b = &mut r.body;
+        b["status"] = json!(SOFT_DELETED);
+        b["OS-EXT-STS:vm_state"] = json!("soft-delete");
+        b["OS-EXT-STS:task_state"] = Value::Null;
+        b["OS-EXT-STS:power_state"] = json!(4);
+        b["updated"] = json!(now_str());
+        b["_reclaim_at"] = json!(at.timestamp_millis());
+    }
+    w.schedule(reclaim_ms, PendingKind::ServerReclaim(id.to_string()));
+}
+
+/// A scheduled reclaim: removes the server if it is still soft-deleted and its (possibly reset)
+/// reclaim time has come.
+pub fn reclaim_due(w: &mut World, id: &str) {
+    let due = w.get(COL, id).is_some_and(|r| {
+        r.body["status"] == json!(SOFT_DELETED)
+            && r.body["_reclaim_at"]
+                .as_i64()
+                .is_some_and(|t| t <= chrono::Utc::now().timestamp_millis())
+    });
+    if due {
+        remove_server(w, id);
+    }
+}
+
+/// Reclaim every soft-deleted server now (Nova's periodic task with the interval passed);
+/// returns how many.
+pub fn reclaim_all(w: &mut World) -> usize {
+    let ids: Vec<String> = w
+        .iter(COL)
+        .filter(|(_, r)| r.body["status"] == json!(SOFT_DELETED))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for id in &ids {
+        remove_server(w, id);
+    }
+    ids.len()
+}
+
+/// Nova's `restore` action: a soft-deleted server is ACTIVE again (quota checked again).
+pub(crate) fn restore(w: &mut World, id: &str) -> ApiResult<()> {
+    let (project, flavor) = match w.get(COL, id) {
+        Some(r) => (r.project.clone(), r.body["_flavor"].clone()),
+        None => return Err(not_found(id)),
+    };
+    check_quota(w, &project, &flavor)?;
+    if let Some(r) = w.get_mut(COL, id) {
+        let b = &mut r.body;
+        b["status"] = json!("ACTIVE");
+        b["OS-EXT-STS:vm_state"] = json!("active");
+        b["OS-EXT-STS:power_state"] = json!(1);
+        b["updated"] = json!(now_str());
+        if let Some(o) = b.as_object_mut() {
+            o.remove("_reclaim_at");
+        }
+    }
+    Ok(())
 }
 
 /// Routes.
@@ -611,6 +705,6 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{P}/servers/{{id}}/tags/{{tag}}"), get(server_actions::tag).put(server_actions::tag).delete(server_actions::tag))
         .route(&format!("{P}/servers/{{id}}/os-volume_attachments"), get(crate::compute::attach::list_volumes).post(crate::compute::attach::attach_volume))
         .route(&format!("{P}/servers/{{id}}/os-interface"), get(crate::compute::attach::list_interfaces).post(crate::compute::attach::attach_interface))
-        .route(&format!("{P}/servers/{{id}}/os-volume_attachments/{{vid}}"), get(crate::compute::attach::show_volume).delete(crate::compute::attach::detach_volume))
+        .route(&format!("{P}/servers/{{id}}/os-volume_attachments/{{vid}}"), get(crate::compute::attach::show_volume).put(crate::compute::attach::update_volume).delete(crate::compute::attach::detach_volume))
         .route(&format!("{P}/servers/{{id}}/os-interface/{{pid}}"), get(crate::compute::attach::show_interface).delete(crate::compute::attach::detach_interface))
 }

@@ -351,6 +351,16 @@ fn delete(w: &mut World, ctx: &Ctx, id: &str) -> ApiResult<()> {
             ),
         ));
     }
+    // Neutron's default policy (2026.2 measured): a project member deletes no port bound to a server
+    // (only admins, and Nova with a service token, may); it may clear device_id/device_owner.
+    if owner.starts_with("compute:") && !ctx.admin {
+        return Err(ApiError::new(
+            SVC,
+            StatusCode::FORBIDDEN,
+            "PolicyNotAuthorized",
+            "rule:delete_port is disallowed by policy",
+        ));
+    }
     if let Some(t) = body["trunk_details"]["trunk_id"].as_str() {
         return Err(ApiError::conflict(
             SVC,
