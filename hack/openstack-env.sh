@@ -26,7 +26,8 @@
 #   CAPO_OPENSTACK_PYTHON     a Python 3.12 interpreter (default: pyenv's newest 3.12, else python3.12)
 #   CAPO_OPENSTACK_RECLAIM_INTERVAL  Nova's reclaim_instance_interval in seconds (default 0): > 0
 #                             makes a deleted server SOFT_DELETED until reclaimed; a start with
-#                             another value than the running services have restarts them
+#                             another value than the running services have restarts Nova's API
+#                             and compute hosts
 # See docs/real-openstack.md.
 set -euo pipefail
 
@@ -189,13 +190,19 @@ start() {
   [[ -n "${key:-}" && -x "$venv/bin/python" ]] || die "no virtualenv"
   exec 9>"$run_dir/.lock"
   flock 9
-  # Nova's soft delete is part of the running configuration: a start asking for another
-  # interval than the running services have restarts them.
+  # Nova's soft delete is part of its running configuration: a start asking for another interval
+  # than the running services have restarts Nova's API and compute hosts only (seconds).
   local reclaim="${CAPO_OPENSTACK_RECLAIM_INTERVAL:-0}"
-  if [[ -f "$run_dir/ready" ]] && all_alive &&
-     [[ "$(cat "$run_dir/reclaim" 2>/dev/null || echo 0)" == "$reclaim" ]]; then
-    cat "$run_dir/ready"
-    return
+  if [[ -f "$run_dir/ready" ]] && all_alive; then
+    if [[ "$(cat "$run_dir/reclaim" 2>/dev/null || echo 0)" == "$reclaim" ]]; then
+      cat "$run_dir/ready"
+      return
+    fi
+    if "$venv/bin/python" "$here/osenv.py" restart-nova --dir "$run_dir" --venv "$venv" --key "$key"; then
+      echo "$reclaim" >"$run_dir/reclaim"
+      return
+    fi
+    say "restarting Nova failed (logs in $run_dir/logs); starting everything again"
   fi
   echo "$venv" >"$run_dir/venv"
   echo "$reclaim" >"$run_dir/reclaim"
