@@ -168,10 +168,10 @@ if [[ "${CAPO_REAL_CONFORMANCE:-}" == 1 ]]; then
 fi
 
 step "soft delete on the real Nova (reclaim_instance_interval=10)"
-# Last, as it leaves Nova soft-deleting (hack/openstack-env.sh restarts the services when the
-# interval changes, about a minute): a machine and the bastion deleted while Nova keeps their
-# servers SOFT_DELETED, then reclaimed by Nova's periodic task (about 2.5 minutes, most of it
-# the reclaim).
+# Last, as it leaves Nova soft-deleting (hack/openstack-env.sh restarts Nova's API and compute
+# hosts when the interval changes, about 35 s): a machine and the bastion deleted while Nova
+# keeps their servers SOFT_DELETED, then reclaimed by Nova's periodic task (about 85 s, most of
+# it the reclaim).
 CAPO_OPENSTACK_RECLAIM_INTERVAL=10 hack/openstack-env.sh start >"$os_out" 2>"$os_log" ||
   { cat "$os_log" >&2; echo "hack/openstack-env.sh start (soft delete) failed" >&2; exit 1; }
 CAPO_REAL_CLOUDS_YAML="$(tail -n 1 "$os_out")" CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real \

@@ -124,6 +124,23 @@ pub async fn credentials_for(
     .map_err(|e| Error::Credentials(e.to_string()))
 }
 
+/// The Secret (namespace, name) that `identity_ref`, on an object in `namespace`, names:
+/// in `namespace` for a Secret, else the one the OpenStackClusterIdentity names (`None` when
+/// that identity does not exist). The identity's namespaceSelector is not applied: an object
+/// refused by it still names the Secret (and needs it once the selector admits it).
+pub async fn secret_named_by(
+    ctx: &Context,
+    namespace: &str,
+    identity_ref: &OpenStackIdentityReference,
+) -> Result<Option<(String, String)>> {
+    match identity_ref.r#type {
+        IdentityRefType::Secret => Ok(Some((namespace.to_owned(), identity_ref.name.clone()))),
+        IdentityRefType::ClusterIdentity => Ok(get_cluster_identity(ctx, &identity_ref.name)
+            .await?
+            .map(|i| (i.secret_namespace, i.secret_name))),
+    }
+}
+
 /// The Secret's data (None: not found); never logged.
 async fn read_secret(
     ctx: &Context,

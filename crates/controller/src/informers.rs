@@ -7,7 +7,8 @@
 //! with a GET per reconcile: a 3+2 cluster used to cost about 130 such reads on its way to
 //! Ready (most of them 404s of servers not made yet), which at client-go's default 20 QPS
 //! made the manager wait on its own rate limiter. Secrets are still read live: a changed
-//! credential must be seen at once.
+//! credential must be seen at once. Every kind with an identityRef is here too, so the
+//! identity Secrets' finalizer ([`crate::identity_secret`]) counts their users from memory.
 //!
 //! ## Freshness
 //! A store follows its watch, a few milliseconds behind the apiserver, and is not the same
@@ -37,7 +38,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use capo_api::v1alpha1::OpenStackServer;
+use capo_api::v1alpha1::{OpenStackFloatingIPPool, OpenStackServer};
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use futures::channel::mpsc::UnboundedSender;
 use futures::{Stream, StreamExt};
@@ -69,6 +70,8 @@ pub struct Informers {
     pub openstack_machines: Informer<Stored<OpenStackMachine>>,
     /// OpenStackServers.
     pub openstack_servers: Informer<OpenStackServer>,
+    /// OpenStackFloatingIPPools.
+    pub openstack_floating_ip_pools: Informer<OpenStackFloatingIPPool>,
 }
 
 impl Informers {
@@ -80,6 +83,7 @@ impl Informers {
             openstack_clusters: Informer::new(client.clone(), namespace),
             openstack_machines: Informer::new(client.clone(), namespace),
             openstack_servers: Informer::new(client.clone(), namespace),
+            openstack_floating_ip_pools: Informer::new(client.clone(), namespace),
         }
     }
 }
@@ -203,6 +207,19 @@ where
             }
         }
         None
+    }
+
+    /// Every object of the store once it holds a complete list; an error if that takes longer
+    /// than [`READY_TIMEOUT`]. For decisions that must not be taken on a partial view (no GET
+    /// fallback: a list would be the same as the store's).
+    pub async fn ready_state(&self) -> Result<Vec<Arc<K>>> {
+        match self.ready_store().await {
+            Some(store) => Ok(store.state()),
+            None => Err(crate::error::Error::NotYet(format!(
+                "the watch of {} has not listed them yet",
+                K::plural(&())
+            ))),
+        }
     }
 
     /// Object `name` in `ns`, if it exists (`None` for an empty name).

@@ -7,6 +7,7 @@
 //! - [`server`]: OpenStackServer → ports, volumes, server (machines' servers and the bastion).
 //! - [`machine_template`]: OpenStackMachineTemplate → `status.capacity` and `status.nodeInfo`
 //!   from its flavor and image, for the cluster autoscaler (AutoScaleFromZero gate).
+//! - [`identity_secret`]: the finalizer on identityRef Secrets while a capo object uses them.
 //!
 //! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
 //! [`informers`] (the watched stores owners and children are read from),
@@ -40,6 +41,7 @@ pub mod credentials;
 pub mod error;
 pub mod events;
 pub mod fingerprint;
+pub mod identity_secret;
 pub mod informers;
 pub mod ipam;
 pub mod lifecycle;

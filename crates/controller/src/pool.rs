@@ -56,7 +56,7 @@ use crate::context::Context;
 use crate::error::{KubeContext, Result};
 use crate::ipam;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{error_policy, primary_stream, watcher_config};
+use crate::runtime::{error_policy, primary_changes};
 use ledger::Address;
 use paused::Paused;
 
@@ -68,8 +68,10 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let pools = ctx.watched_api::<OpenStackFloatingIPPool>();
-    let (store, trigger) = primary_stream(pools, watcher_config(&ctx));
+    // The shared watch (the identity Secrets' finalizer reads the pools too).
+    let informer = &ctx.informers.openstack_floating_ip_pools;
+    let trigger = primary_changes(&ctx, informer.subscribe());
+    let store = informer.store();
     // Claims and addresses wake their pool on every change, deletions included (a claim
     // without finalizers is gone at once: its deletion is the only event). The pool's own
     // writes come back as one more reconcile that finds nothing to do.
@@ -81,7 +83,7 @@ pub async fn run(
         .default_backoff()
         .modify(crate::runtime::trim)
         .touched_objects();
-    Controller::for_stream(trigger, store)
+    Controller::for_shared_stream(trigger, store)
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_stream_with(claims, pool_of, ipam::claim_resource())

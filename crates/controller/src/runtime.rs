@@ -230,7 +230,7 @@ pub fn is_deleting<K: Resource>(obj: &K) -> bool {
 }
 
 /// The trigger stream and cache of a controller's primary kind for the kinds no other
-/// controller watches (templates, pools), with its own watch: filtered as
+/// controller watches (templates), with its own watch: filtered as
 /// [`primary_changes`].
 pub fn primary_stream<K>(
     api: kube::Api<K>,

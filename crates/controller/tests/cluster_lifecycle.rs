@@ -4,7 +4,14 @@
 
 mod common;
 
-use common::Harness;
+use std::time::Duration;
+
+use capo_api::v1alpha1::OpenStackClusterIdentity;
+use capo_controller::identity_secret::IDENTITY_IN_USE_FINALIZER;
+use common::{Harness, poll};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::DeleteParams;
 
 const MANAGED_LB: &str = "identityRef:
   name: cloud-config
@@ -237,4 +244,165 @@ async fn paused_cluster_makes_no_cloud_call_until_unpaused() {
     );
     h.delete_cluster("p1").await;
     h.wait_gone("p1", 60).await;
+}
+
+/// Secret `name` of the test namespace as (finalizers, being deleted); `None` once gone.
+async fn secret_state(h: &Harness, name: &str) -> Option<(Vec<String>, bool)> {
+    let api = Api::<Secret>::namespaced(h.client.clone(), &h.ns);
+    let meta = api.get_metadata_opt(name).await.expect("get Secret");
+    meta.map(|m| {
+        let deleting = m.metadata.deletion_timestamp.is_some();
+        (m.metadata.finalizers.unwrap_or_default(), deleting)
+    })
+}
+
+/// Whether the Secret carries the identity finalizer.
+fn guarded(state: &Option<(Vec<String>, bool)>) -> bool {
+    state
+        .as_ref()
+        .is_some_and(|(f, _)| f.iter().any(|f| f == IDENTITY_IN_USE_FINALIZER))
+}
+
+/// A Secret no capo object names, in the test namespace.
+async fn create_unused_secret(h: &Harness, name: &str) {
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": h.ns},
+        "stringData": {"clouds.yaml": "clouds: {}\n"},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
+        .create(&Default::default(), &secret)
+        .await
+        .unwrap();
+}
+
+/// GitOps order: the identity Secret deleted before the cluster. It stays (terminating)
+/// while the cluster uses it, the cluster's deletion still authenticates and leaves nothing,
+/// then the Secret goes. A Secret nothing names is never touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_secret_deleted_first_stays_until_the_cluster_using_it_is_gone() {
+    let mut h = Harness::new("idfirst").await;
+    // Every reconcile reads the Secret: without the finalizer the deletion would fail.
+    h.options.identity_read_max_age = Duration::ZERO;
+    create_unused_secret(&h, "unused").await;
+    h.start();
+    h.start_identity_finalizer();
+    h.create_cluster("c5", &common::open_spec("10.9.0.0/24", ""))
+        .await;
+    poll(
+        30,
+        || async { guarded(&secret_state(&h, "cloud-config").await).then_some(()) },
+        || async { format!("no finalizer: {:?}", secret_state(&h, "cloud-config").await) },
+    )
+    .await;
+    h.wait_ready("c5").await;
+
+    // `kubectl delete secret cloud-config`.
+    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
+        .delete("cloud-config", &DeleteParams::default())
+        .await
+        .unwrap();
+    let state = secret_state(&h, "cloud-config").await;
+    assert!(
+        guarded(&state) && state.as_ref().is_some_and(|s| s.1),
+        "the Secret is terminating and kept: {state:?}"
+    );
+
+    h.delete_cluster_leaving_nothing("c5").await;
+    poll(
+        30,
+        || async {
+            secret_state(&h, "cloud-config")
+                .await
+                .is_none()
+                .then_some(())
+        },
+        || async {
+            format!(
+                "Secret not released: {:?}",
+                secret_state(&h, "cloud-config").await
+            )
+        },
+    )
+    .await;
+    let unused = secret_state(&h, "unused").await;
+    assert_eq!(unused, Some((Vec::new(), false)), "never touched");
+}
+
+/// Two clusters share the Secret, one naming it directly and one through an
+/// OpenStackClusterIdentity; deleted at the same time, the finalizer stays while either exists
+/// and is removed once both are gone (the Secret itself stays: nobody deleted it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clusters_sharing_an_identity_secret_release_it_with_the_last() {
+    let mut h = Harness::new("idshared").await;
+    // Cluster-scoped: named after the test's unique namespace.
+    let identity = h.ns.clone();
+    let identities = Api::<OpenStackClusterIdentity>::all(h.client.clone());
+    let spec: OpenStackClusterIdentity = serde_json::from_value(serde_json::json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "kind": "OpenStackClusterIdentity",
+        "metadata": {"name": identity},
+        "spec": {
+            "secretRef": {"name": "cloud-config", "namespace": h.ns},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": h.ns}},
+        },
+    }))
+    .unwrap();
+    identities.create(&Default::default(), &spec).await.unwrap();
+    h.start();
+    h.start_identity_finalizer();
+    h.create_cluster("c6", &common::open_spec("10.10.0.0/24", ""))
+        .await;
+    let through_identity = common::open_spec("10.11.0.0/24", "").replace(
+        "identityRef:\n  name: cloud-config\n",
+        &format!("identityRef:\n  type: ClusterIdentity\n  name: {identity}\n"),
+    );
+    h.create_cluster("c7", &through_identity).await;
+    h.wait_ready("c6").await;
+    h.wait_ready("c7").await;
+    assert!(guarded(&secret_state(&h, "cloud-config").await));
+
+    h.delete_cluster("c6").await;
+    h.delete_cluster("c7").await;
+    // Sampled until both are gone: the Secret is read first, so a Secret seen without the
+    // finalizer means both clusters were already gone when it was read.
+    let clusters = h.clusters();
+    poll(
+        120,
+        || async {
+            let state = secret_state(&h, "cloud-config").await;
+            let left = [
+                clusters.get_opt("c6").await.unwrap().is_some(),
+                clusters.get_opt("c7").await.unwrap().is_some(),
+            ];
+            if left.contains(&true) {
+                assert!(guarded(&state), "released while {left:?} exist: {state:?}");
+                None
+            } else {
+                Some(())
+            }
+        },
+        || async { "the clusters were not deleted".to_owned() },
+    )
+    .await;
+    poll(
+        30,
+        || async {
+            let state = secret_state(&h, "cloud-config").await;
+            (state.is_some() && !guarded(&state)).then_some(())
+        },
+        || async {
+            format!(
+                "finalizer stuck: {:?}",
+                secret_state(&h, "cloud-config").await
+            )
+        },
+    )
+    .await;
+    let inv = h.inventory().await;
+    assert!(inv.is_empty(), "left behind: {inv:?}");
+    identities
+        .delete(&identity, &DeleteParams::default())
+        .await
+        .unwrap();
 }

@@ -12,11 +12,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Controller names this build runs, in start order (also shown by the demo).
-pub const CONTROLLERS: [&str; 4] = [
+pub const CONTROLLERS: [&str; 5] = [
     capo_controller::cluster::CONTROLLER,
     capo_controller::machine::CONTROLLER,
     capo_controller::server::CONTROLLER,
     capo_controller::pool::CONTROLLER,
+    capo_controller::identity_secret::CONTROLLER,
 ];
 
 /// What every controller is built from.
@@ -97,6 +98,12 @@ pub fn spawn_all(
         )),
         // Upstream runs the pool controller at the default concurrency of one.
         tokio::spawn(capo_controller::pool::run(
+            shared.context(1),
+            until(stop.clone()),
+        )),
+        // One reconcile at a time: a Secret's finalizer has one writer, and requests for the
+        // same Secret are merged while it waits.
+        tokio::spawn(capo_controller::identity_secret::run(
             shared.context(1),
             until(stop.clone()),
         )),

@@ -132,6 +132,20 @@ impl Harness {
         self.running = Some(Running { ctx, stop, tasks });
     }
 
+    /// Also run the identity Secrets' finalizer controller on the running context (after
+    /// [`Self::start`] or [`Self::start_all`]; stopped with them).
+    pub fn start_identity_finalizer(&mut self) {
+        let r = self.running.as_mut().expect("controllers started");
+        let mut stop = r.stop.subscribe();
+        r.tasks
+            .push(tokio::spawn(capo_controller::identity_secret::run(
+                r.ctx.clone(),
+                async move {
+                    let _ = stop.wait_for(|v| *v).await;
+                },
+            )));
+    }
+
     /// The simulator (panics with `CAPO_CLOUD=real`: the test needs its control API).
     pub fn sim(&self) -> &Sim {
         self.cloud.sim()
