@@ -11,9 +11,7 @@ use capo_api::v1beta1::{
     AdditionalBlockDevice, AddressPair, BlockDeviceStorage, BlockDeviceVolume, ImageFilter,
     ImageParam, ResolvedFixedIP, ResolvedPortSpec, RootVolume,
 };
-use capo_cloud::instance::{
-    self, EnsuredVolume, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name,
-};
+use capo_cloud::instance::{self, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name};
 use capo_cloud::{Error, Progress};
 use capo_openstack::compute::{Server, UserData};
 use capo_openstack::network::{
@@ -215,82 +213,9 @@ async fn worker_on_one_port_becomes_active_and_deletes_cleanly() {
 #[tokio::test]
 async fn boot_from_volume_with_volume_and_local_devices() {
     let env = fast_env().await;
-    let (n, sn) = network(&env).await;
     let o = server_owner("bfv");
-    let ports = [port_spec(&o, &n, &sn, 0)];
-    let s = &env.s;
-    let image = seeded_image(&env).await;
-    let devices = vec![
-        AdditionalBlockDevice {
-            name: "etcd".into(),
-            size_gib: 5,
-            storage: BlockDeviceStorage {
-                r#type: "Volume".into(),
-                volume: Some(BlockDeviceVolume::default()),
-            },
-        },
-        AdditionalBlockDevice {
-            name: "scratch".into(),
-            size_gib: 1,
-            storage: BlockDeviceStorage {
-                r#type: "Local".into(),
-                volume: None,
-            },
-        },
-    ];
-    let root = RootVolume {
-        size_gib: 10,
-        ..Default::default()
-    };
-    let plan = plan_volumes(&o.name, Some(&root), Some(&image), &devices, None);
-    assert_eq!(
-        plan.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
-        ["bfv-root", "bfv-etcd"]
-    );
-    let mut recorded = BTreeMap::new();
-    let mut vols: Vec<EnsuredVolume> = Vec::new();
-    for _ in 0..50 {
-        let out = instance::ensure_volumes(s, &o, &plan, &recorded.clone(), |d, id| {
-            recorded.insert(d.to_owned(), id.to_owned());
-        })
-        .await
-        .unwrap();
-        match out {
-            Progress::Done(v) => {
-                vols = v;
-                break;
-            }
-            Progress::Waiting(_) | Progress::Stuck(_) => {
-                tokio::time::sleep(Duration::from_millis(20)).await
-            }
-        }
-    }
-    assert_eq!(vols.len(), 2);
-    let port = instance::ensure_port(s, &o, &ports[0], None).await.unwrap();
-    let flavor = instance::resolve_flavor(s, None, Some("2")).await.unwrap();
-    let req = ServerRequest {
-        flavor_id: flavor.id,
-        image_id: Some(image),
-        port_ids: vec![port.id.clone()],
-        volumes: vols.clone(),
-        local_devices: vec![("scratch".into(), 1)],
-        ..Default::default()
-    };
-    let mut rec = Recorded {
-        port_ids: vec![port.id],
-        volume_ids: vols.iter().map(|v| v.id.clone()).collect(),
-        ..Default::default()
-    };
-    for _ in 0..50 {
-        let (server, progress) = instance::ensure_server(s, &o, &req, rec.instance_id.as_deref())
-            .await
-            .unwrap();
-        rec.instance_id = Some(server.id);
-        match progress {
-            Progress::Done(()) => break,
-            _ => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    let (rec, _, names) = boot_from_volume(&env, &o, Some(("scratch", 1))).await;
+    assert_eq!(names, ["bfv-root", "bfv-etcd"]);
     let server = &items(&env, "servers")[0];
     assert_eq!(server["status"], "ACTIVE");
     for v in items(&env, "volumes") {
@@ -299,7 +224,6 @@ async fn boot_from_volume_with_volume_and_local_devices() {
     }
     assert_eq!(count(&env, "volumes"), 2, "no volume made by Nova");
     // Lost status: delete finds the volumes by name.
-    let names: Vec<String> = plan.iter().map(|v| v.name.clone()).collect();
     let lost = Recorded {
         instance_id: rec.instance_id.clone(),
         ..Default::default()
@@ -551,14 +475,18 @@ async fn foreign_and_duplicate_servers_are_refused() {
     assert_eq!(count(&env, "ports"), 1);
 }
 
-/// Boot `o` from a root volume with a data volume on one port; (recorded IDs, port names,
-/// volume names).
-async fn boot_from_volume(env: &Env, o: &ServerOwner) -> (Recorded, Vec<String>, Vec<String>) {
+/// Boot `o` from a root volume with a data volume `etcd` on one port, and the given local
+/// (ephemeral) device if any; (recorded IDs, port names, volume names).
+async fn boot_from_volume(
+    env: &Env,
+    o: &ServerOwner,
+    local: Option<(&str, i32)>,
+) -> (Recorded, Vec<String>, Vec<String>) {
     let s = &env.s;
     let (n, sn) = network(env).await;
     let ports = [port_spec(o, &n, &sn, 0)];
     let image = seeded_image(env).await;
-    let devices = vec![AdditionalBlockDevice {
+    let mut devices = vec![AdditionalBlockDevice {
         name: "etcd".into(),
         size_gib: 2,
         storage: BlockDeviceStorage {
@@ -566,6 +494,14 @@ async fn boot_from_volume(env: &Env, o: &ServerOwner) -> (Recorded, Vec<String>,
             volume: Some(BlockDeviceVolume::default()),
         },
     }];
+    devices.extend(local.map(|(name, size_gib)| AdditionalBlockDevice {
+        name: name.into(),
+        size_gib,
+        storage: BlockDeviceStorage {
+            r#type: "Local".into(),
+            volume: None,
+        },
+    }));
     let root = RootVolume {
         size_gib: 10,
         ..Default::default()
@@ -593,6 +529,10 @@ async fn boot_from_volume(env: &Env, o: &ServerOwner) -> (Recorded, Vec<String>,
         image_id: Some(image),
         port_ids: vec![port.id.clone()],
         volumes: vols.clone(),
+        local_devices: local
+            .map(|(name, size_gib)| (name.to_owned(), u32::try_from(size_gib).unwrap()))
+            .into_iter()
+            .collect(),
         ..Default::default()
     };
     let mut rec = Recorded {
@@ -639,7 +579,7 @@ async fn soft_deleted_server_counts_as_deleted_and_nova_takes_its_volumes() {
     let env = fast_env().await;
     env.sim.control().set_server_reclaim_ms(3_600_000);
     let o = server_owner("sd");
-    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    let (rec, ports, vols) = boot_from_volume(&env, &o, None).await;
     let id = rec.instance_id.clone().unwrap();
     env.sim.control().clear_requests();
     delete_all(&env, &o, &rec, &ports, &vols).await;
@@ -676,7 +616,7 @@ async fn a_server_restored_during_its_deletion_is_deleted_again() {
     let env = fast_env().await;
     env.sim.control().set_server_reclaim_ms(3_600_000);
     let o = server_owner("rs");
-    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    let (rec, ports, vols) = boot_from_volume(&env, &o, None).await;
     let id = rec.instance_id.clone().unwrap();
     delete_all(&env, &o, &rec, &ports, &vols).await;
     // Restored behind capo's back before its controller let go (a requeued pass follows).
@@ -700,7 +640,7 @@ async fn a_server_restored_during_its_deletion_is_deleted_again() {
 async fn without_soft_delete_volumes_are_deleted_by_capo() {
     let env = fast_env().await;
     let o = server_owner("hd");
-    let (rec, ports, vols) = boot_from_volume(&env, &o).await;
+    let (rec, ports, vols) = boot_from_volume(&env, &o, None).await;
     delete_all(&env, &o, &rec, &ports, &vols).await;
     nothing_left(&env);
     assert!(
