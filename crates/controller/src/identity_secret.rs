@@ -14,9 +14,10 @@
 //! the last user left the stores sees none.
 //!
 //! ## Triggers
-//! Every change of an object of those kinds (deletions included) schedules the Secret its
-//! identityRef names, and the one it named before when that changed; so does each store's
-//! first list, which covers a restart. Every `--sync-period` all of them are scheduled again,
+//! An object of those kinds that appears (each store's first list included, which covers a
+//! restart), goes, or names another Secret schedules the Secret its identityRef names, and the
+//! one it named before; other changes (status updates) schedule nothing, as they change no
+//! Secret's users. Every `--sync-period` all of them are scheduled again,
 //! with the Secrets this controller saw carrying the finalizer (an OpenStackClusterIdentity
 //! re-pointed to another Secret changes no object). Requests for one Secret are merged, and
 //! reconciles run one at a time, so two never race on one Secret; failures retry with
@@ -156,8 +157,13 @@ pub async fn run(
                 None => named.remove(&s.uid),
             }
         };
-        let mut out: Vec<Target> = s.target.into_iter().collect();
-        out.extend(before.filter(|b| !out.contains(b)));
+        // Users change only when an object appears, goes or names another Secret: a status
+        // update (the common change) schedules nothing.
+        let mut out: Vec<Target> = Vec::new();
+        if s.gone || before != s.target {
+            out.extend(s.target);
+            out.extend(before.filter(|b| !out.contains(b)));
+        }
         futures::stream::iter(out)
     });
     let known: Known = Arc::default();

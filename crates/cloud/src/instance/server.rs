@@ -46,8 +46,9 @@ pub struct ServerRequest {
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
 /// twice. A recorded server that no longer exists or is gone ([`is_gone`]: `SOFT_DELETED`
-/// too), and none by name either, was deleted out of band: [`Error::NotFound`] with kind `server`, never a silent re-create (the caller reports
-/// InstanceDeleted so a MachineHealthCheck can remediate).
+/// too), and none by name either, was deleted out of band: [`Error::NotFound`] with kind
+/// `server`, never a silent re-create (the caller reports InstanceDeleted so a
+/// MachineHealthCheck can remediate).
 pub async fn ensure_server(
     s: &Session,
     owner: &ServerOwner,
