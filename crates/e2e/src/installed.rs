@@ -388,29 +388,14 @@ fn process_usage(id: &str) -> Result<Usage, String> {
             std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(id))
         })
         .ok_or_else(|| format!("no process in container {id}"))?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
-    let rss_kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| format!("/proc/{pid}/status has no VmRSS"))?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    // Fields after the command (which may hold spaces, so after its closing parenthesis):
-    // state is field 3, utime 14 and stime 15, in clock ticks of USER_HZ, which Linux fixes at
-    // 100 on x86-64 (the only architecture this tier runs on).
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok());
-    let (Some(utime), Some(stime)) = (ticks(14), ticks(15)) else {
-        return Err(format!("/proc/{pid}/stat: no utime/stime"));
-    };
+    let rss = capo_manager::process_metrics::resident_bytes(&pid)
+        .ok_or_else(|| format!("/proc/{pid}/status: no VmRSS"))?;
+    let cpu_s = capo_manager::process_metrics::cpu_seconds(&pid)
+        .ok_or_else(|| format!("/proc/{pid}/stat: no utime/stime"))?;
     Ok(Usage {
-        rss_mib: rss_kib / 1024.0,
-        cpu_s: (utime + stime) / 100.0,
+        // Bytes of resident memory, far below f64's exact-integer range.
+        rss_mib: rss as f64 / (1024.0 * 1024.0),
+        cpu_s,
     })
 }
 

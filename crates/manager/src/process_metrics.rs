@@ -1,5 +1,7 @@
 //! `process_*` metrics (as Prometheus' Go and client_golang process collectors name them), read
 //! from `/proc/self` at scrape time; on systems without procfs only the start time is exported.
+//! [`cpu_seconds`] and [`resident_bytes`] read any process (the installed tier measures the
+//! manager's pod with them).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,7 +12,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-/// Clock ticks per second of `/proc/self/stat`'s CPU times: USER_HZ, fixed at 100 by the
+/// Clock ticks per second of `/proc/<pid>/stat`'s CPU times: USER_HZ, fixed at 100 by the
 /// Linux user-space ABI on every architecture capo is built for.
 const USER_HZ: f64 = 100.0;
 
@@ -29,9 +31,9 @@ pub fn register(registry: &mut Registry) {
     registry.register_collector(Box::new(ProcessCollector { start_time }));
 }
 
-/// CPU seconds (user + system) from `/proc/self/stat`.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+/// CPU seconds (user + system) of process `pid` (`self` for this one) from `/proc/<pid>/stat`.
+pub fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may contain spaces) start at `state`.
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -40,9 +42,10 @@ fn cpu_seconds() -> Option<f64> {
     Some((utime + stime) / USER_HZ)
 }
 
-/// Resident memory in bytes from `/proc/self/status` (`VmRSS: N kB`).
-fn resident_bytes() -> Option<i64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+/// Resident memory in bytes of process `pid` (`self` for this one) from `/proc/<pid>/status`
+/// (`VmRSS: N kB`).
+pub fn resident_bytes(pid: &str) -> Option<i64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
@@ -62,7 +65,7 @@ impl Collector for ProcessCollector {
             MetricType::Gauge,
         )?;
         ConstGauge::new(self.start_time).encode(e)?;
-        if let Some(cpu) = cpu_seconds() {
+        if let Some(cpu) = cpu_seconds("self") {
             let e = encoder.encode_descriptor(
                 "process_cpu_seconds",
                 "Total user and system CPU time spent in seconds",
@@ -71,7 +74,7 @@ impl Collector for ProcessCollector {
             )?;
             ConstCounter::new(cpu).encode(e)?;
         }
-        if let Some(rss) = resident_bytes() {
+        if let Some(rss) = resident_bytes("self") {
             let e = encoder.encode_descriptor(
                 "process_resident_memory_bytes",
                 "Resident memory size in bytes",
