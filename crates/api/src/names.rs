@@ -164,6 +164,17 @@ pub fn vip_port_name(namespace: &str, cluster: &str, purpose: &str) -> String {
     )
 }
 
+/// The cluster name capo gives cloud-provider-openstack in the workload cluster: the CCM's
+/// `--cluster-name` and the Cinder CSI plugin's `--cluster`, `<namespace>-<cluster>`.
+///
+/// The CCM writes it into the names and descriptions of the load balancers, floating IPs and
+/// security groups it creates, and the CSI plugin into the `cinder.csi.openstack.org/cluster`
+/// property of its volumes and snapshots; capo's cleanup at cluster deletion finds them by it.
+/// The CCM's own default, `kubernetes`, is the same for every cluster of a project.
+pub fn cloud_provider_cluster_name(namespace: &str, cluster: &str) -> String {
+    format!("{namespace}-{cluster}")
+}
+
 /// Key of the ownership tag put on every OpenStack resource the provider creates for a cluster.
 pub const OWNERSHIP_TAG_KEY: &str = "capo-cluster";
 
