@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::cloud_conf::{self, Flavor};
+use crate::cloud_provider::{self, ClusterRef};
 use crate::clouds;
 use crate::env::{self, Format};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inventory;
 
 /// capo operator CLI.
@@ -31,9 +32,18 @@ pub enum Command {
     ///
     /// Example: eval "$(capoctl env --clouds-yaml clouds.yaml --cloud openstack)"
     Env(EnvArgs),
-    /// Print cloud.conf for the external OpenStack cloud controller manager
+    /// Print cloud.conf for the external OpenStack cloud controller manager, or the cluster name
+    /// for it and the Cinder CSI plugin
     ///
-    /// The same file upstream's templates/create_cloud_conf.sh prints.
+    /// By default, the same file upstream's templates/create_cloud_conf.sh prints. With
+    /// --format occm-values, cinder-csi-values or env and -n/--namespace and --cluster: the Helm
+    /// values of cloud-provider-openstack's two charts, or CLUSTER_NAME for its manifests, that
+    /// give the CCM (--cluster-name) and the CSI plugin (--cluster) the name
+    /// <namespace>-<cluster>, by which capo's cleanup at cluster deletion finds the load
+    /// balancers and volumes they created. These formats hold no credentials and read no
+    /// clouds.yaml.
+    ///
+    /// Example: capoctl cloud-conf -n team-a --cluster prod --format occm-values > occm.yaml
     CloudConf(CloudConfArgs),
     /// Print a cluster's Ansible inventory (or variables) from the management cluster
     ///
@@ -89,13 +99,50 @@ pub struct EnvArgs {
 /// `capoctl cloud-conf` arguments.
 #[derive(Debug, Args)]
 pub struct CloudConfArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub cloud: CloudArgs,
+    /// Path to clouds.yaml (read by --format cloud-conf only).
+    #[arg(long, value_name = "PATH", env = "OS_CLIENT_CONFIG_FILE")]
+    pub clouds_yaml: Option<PathBuf>,
+    /// Name of the cloud entry under `clouds:` (read by --format cloud-conf only).
+    #[arg(long, value_name = "NAME", env = "OS_CLOUD")]
+    pub cloud: Option<String>,
     /// Add `ca-file="PATH"` (the CA bundle's path as the CCM sees it). Upstream's script never
     /// writes this line when run as a script, so it is off by default.
     #[arg(long, value_name = "PATH")]
     pub ca_file: Option<String>,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "cloud-conf")]
+    pub format: ConfFormat,
+    /// Namespace of the Cluster (management cluster), for the formats that carry its name.
+    #[arg(short = 'n', long, value_name = "NAMESPACE", requires = "cluster")]
+    pub namespace: Option<String>,
+    /// Name of the Cluster, for the formats that carry its name.
+    #[arg(long, value_name = "NAME", requires = "namespace")]
+    pub cluster: Option<String>,
+}
+
+/// What `capoctl cloud-conf` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfFormat {
+    /// cloud.conf, byte for byte what upstream's create_cloud_conf.sh prints
+    CloudConf,
+    /// Helm values for the openstack-cloud-controller-manager chart (cluster.name, Secret cloud-config)
+    OccmValues,
+    /// Helm values for the openstack-cinder-csi chart (clusterID, Secret cloud-config)
+    CinderCsiValues,
+    /// CLUSTER_NAME=<name>, for `kubectl set env ... -e -` on cloud-provider-openstack's manifests
+    Env,
+}
+
+impl ConfFormat {
+    /// The value as written on the command line.
+    fn name(self) -> &'static str {
+        match self {
+            Self::CloudConf => "cloud-conf",
+            Self::OccmValues => "occm-values",
+            Self::CinderCsiValues => "cinder-csi-values",
+            Self::Env => "env",
+        }
+    }
 }
 
 /// Run a parsed command; returns what to print on stdout.
@@ -121,10 +168,55 @@ fn run_env(args: &EnvArgs) -> Result<String> {
 }
 
 fn run_cloud_conf(args: &CloudConfArgs) -> Result<String> {
-    let cloud = clouds::load(&args.cloud.clouds_yaml, &args.cloud.cloud)?;
+    let render: fn(&ClusterRef) -> String = match args.format {
+        ConfFormat::CloudConf => return cloud_conf_file(args),
+        ConfFormat::OccmValues => cloud_provider::occm_values,
+        ConfFormat::CinderCsiValues => cloud_provider::cinder_csi_values,
+        ConfFormat::Env => cloud_provider::env,
+    };
+    Ok(render(&cluster_ref(args)?))
+}
+
+/// `--format cloud-conf`: the cloud.conf of the selected cloud.
+fn cloud_conf_file(args: &CloudConfArgs) -> Result<String> {
+    if args.cluster.is_some() {
+        // `requires` makes --namespace and --cluster come together.
+        return Err(Error::Argument {
+            arg: "--cluster",
+            problem: "has no place in cloud.conf (the CCM and the CSI plugin take the cluster \
+                      name as a flag): add --format occm-values, cinder-csi-values or env"
+                .to_owned(),
+        });
+    }
+    let missing = |arg, var| Error::Argument {
+        arg,
+        problem: format!("(or {var}) is required with --format cloud-conf"),
+    };
+    let clouds_yaml = (args.clouds_yaml.as_ref())
+        .ok_or_else(|| missing("--clouds-yaml", "OS_CLIENT_CONFIG_FILE"))?;
+    let cloud_name = (args.cloud.as_deref()).ok_or_else(|| missing("--cloud", "OS_CLOUD"))?;
+    let cloud = clouds::load(clouds_yaml, cloud_name)?;
     let opts = cloud_conf::Options {
         password: None,
         ca_file: args.ca_file.as_deref(),
     };
     cloud_conf::render(&cloud, Flavor::CreateCloudConf, &opts)
+}
+
+/// The checked cluster of the formats that carry its name (and no credentials).
+fn cluster_ref(args: &CloudConfArgs) -> Result<ClusterRef> {
+    let format = args.format.name();
+    if args.ca_file.is_some() {
+        return Err(Error::Argument {
+            arg: "--ca-file",
+            problem: format!("is a cloud.conf line; --format {format} has no cloud.conf"),
+        });
+    }
+    let (Some(namespace), Some(name)) = (&args.namespace, &args.cluster) else {
+        return Err(Error::Argument {
+            arg: "--namespace and --cluster",
+            problem: format!("are required with --format {format}"),
+        });
+    };
+    ClusterRef::new(namespace, name)
 }

@@ -46,6 +46,14 @@ pub enum Error {
         /// Names that exist.
         available: Vec<String>,
     },
+    /// A command-line argument is missing, malformed or meaningless with the others.
+    #[error("{arg} {problem}")]
+    Argument {
+        /// The flag, e.g. `--namespace`.
+        arg: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// `capoctl inventory` failed (kubeconfig, missing Secret, writing files).
     #[error("inventory: {0}")]
     Inventory(String),

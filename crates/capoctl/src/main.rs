@@ -2,6 +2,7 @@
 
 mod cli;
 mod cloud_conf;
+mod cloud_provider;
 mod clouds;
 mod env;
 mod error;

@@ -82,6 +82,12 @@ fn cloud_conf_matches_upstream_create_cloud_conf() {
     for dir in vector_dirs() {
         let got = stdout_of(&dir, capoctl(&dir, &["cloud-conf"]));
         assert_eq!(got, expected(&dir, "cloud.conf"), "{}", dir.display());
+        // The default of --format, spelled out.
+        let got = stdout_of(
+            &dir,
+            capoctl(&dir, &["cloud-conf", "--format", "cloud-conf"]),
+        );
+        assert_eq!(got, expected(&dir, "cloud.conf"), "{}", dir.display());
     }
 }
 
