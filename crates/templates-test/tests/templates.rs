@@ -1,7 +1,8 @@
 //! Offline checks of every template: it renders with clusterctl's substitution, leaves no
 //! variable unresolved, parses, documents exactly its variables in docs/flavors.md, and its
 //! infrastructure objects pass capo's admission validation (v1beta2 ones after the conversion
-//! to v1beta1, as the API server converts before calling the v1beta1 webhook).
+//! to v1beta1, as the API server converts before calling the v1beta1 webhook); none installs
+//! cloud-provider-openstack's components, whose cluster name capoctl prints instead.
 
 mod common;
 
@@ -169,5 +170,34 @@ fn ansible_flavor_enables_the_extension() {
             machine.data["spec"]["extensions"]["networkInterfaces"]["keepalived"],
             "eth0"
         );
+    }
+}
+
+/// docs/flavors.md and docs/capoctl.md say that no template installs cloud-provider-openstack's
+/// cloud controller manager or Cinder CSI plugin, which is why none gives them their cluster name
+/// and `capoctl cloud-conf --format occm-values|cinder-csi-values|env` does. A template that
+/// starts delivering them (or add-ons at all) must pass `${NAMESPACE}-${CLUSTER_NAME}`
+/// (`capo_api::names::cloud_provider_cluster_name`, by which capo's cleanup at cluster deletion
+/// finds what they created) and update those docs; this test then fails to say so.
+#[test]
+fn no_template_installs_the_cloud_controller_manager_or_the_csi_plugin() {
+    let markers = [
+        "cloud-controller-manager",
+        "cinder-csi",
+        "kind: clusterresourceset",
+        "kind: helmchartproxy",
+        "kind: daemonset",
+        "kind: deployment",
+    ];
+    for (file, _) in TEMPLATES {
+        let text = common::template(file).to_lowercase();
+        for marker in markers {
+            assert!(
+                !text.contains(marker),
+                "{file} contains {marker:?}: if it installs the CCM or the Cinder CSI plugin, give \
+                 them --cluster-name / --cluster ${{NAMESPACE}}-${{CLUSTER_NAME}} and update \
+                 docs/flavors.md and docs/capoctl.md"
+            );
+        }
     }
 }
