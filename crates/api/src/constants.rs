@@ -26,6 +26,13 @@ pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 /// Annotation that pauses reconciliation of an object.
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+/// Annotation on an OpenStackCluster choosing what happens, when the cluster is deleted, to the
+/// volumes and snapshots the workload cluster's Cinder CSI plugin made: `keep` (the default) or
+/// `delete` (docs/deletion.md).
+pub const CLOUD_PROVIDER_VOLUMES_ANNOTATION: &str =
+    "infrastructure.cluster.x-k8s.io/capo-cloud-provider-volumes";
+/// The values [`CLOUD_PROVIDER_VOLUMES_ANNOTATION`] accepts.
+pub const CLOUD_PROVIDER_VOLUMES_VALUES: [&str; 2] = ["keep", "delete"];
 /// Label that makes `clusterctl move` pick up an object it does not reach by owner references.
 pub const CLUSTERCTL_MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
 /// CRD label declaring which served version satisfies the Cluster API v1beta1 contract.

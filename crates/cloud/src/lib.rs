@@ -7,6 +7,8 @@
 //! - [`networking`]: Neutron IO against a [`capo_openstack::Session`]: external network, cluster
 //!   network and subnets (managed or pre-existing), router, security groups, VIP ports, floating
 //!   IPs, and their deletion.
+//! - [`cloud_provider`]: what the workload cluster's cloud-provider-openstack (CCM load
+//!   balancers, floating IPs, security groups; CSI volumes and snapshots) left, swept at deletion.
 //! - [`compute`]: Nova availability zones → `status.failureDomains`.
 //! - [`identity`]: Keystone application credentials (one per cluster with the BA/ACP
 //!   extension), adopted by name.
@@ -41,6 +43,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cloud_provider;
 pub mod compute;
 pub mod error;
 pub mod identity;

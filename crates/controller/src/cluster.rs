@@ -2,7 +2,8 @@
 //!
 //! Reconcile ([`crate::lifecycle`]): owner Cluster → pause → finalizer → [`apply`] (network,
 //! router, security groups, API endpoint, failure domains, ready, bastion) or [`cleanup`]
-//! (machines gone, bastion, API floating IPs, load balancer, router, network, security groups).
+//! (machines gone, bastion, what cloud-provider-openstack left ([`cloud_provider`]), API
+//! floating IPs, load balancer, router, network, security groups).
 //!
 //! ## Guarantees
 //! - No cloud call while externally managed (`cluster.x-k8s.io/managed-by`).
@@ -22,6 +23,7 @@
 mod apply;
 mod bastion;
 mod cleanup;
+pub mod cloud_provider;
 mod endpoint;
 mod extensions;
 mod network;

@@ -1,4 +1,4 @@
-//! Cinder v3: volumes, volume types, availability zones.
+//! Cinder v3: volumes, snapshots, volume types, availability zones.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +42,22 @@ pub struct VolumeServerAttachment {
     /// Nova server ID.
     #[serde(default)]
     pub server_id: String,
+}
+
+/// A volume snapshot.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[allow(missing_docs)]
+pub struct Snapshot {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// creating, available, error, deleting, error_deleting, ...
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub volume_id: String,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// Create a volume.
@@ -98,6 +114,14 @@ pub fn list_volumes_request(name: Option<&str>) -> Request {
 pub fn delete_volume_request(id: &str) -> Request {
     Request::delete(S, format!("volumes/{id}"), "volume_delete")
 }
+/// GET /snapshots/detail.
+pub fn list_snapshots_request() -> Request {
+    Request::get(S, "snapshots/detail", "snapshot_list")
+}
+/// DELETE /snapshots/{id}.
+pub fn delete_snapshot_request(id: &str) -> Request {
+    Request::delete(S, format!("snapshots/{id}"), "snapshot_delete")
+}
 /// GET /types.
 pub fn list_volume_types_request() -> Request {
     Request::get(S, "types", "volume_type_list")
@@ -122,6 +146,14 @@ pub async fn list_volumes(s: &Session, name: Option<&str>) -> Result<Vec<Volume>
 /// Delete a volume.
 pub async fn delete_volume(s: &Session, id: &str) -> Result<()> {
     s.send(&delete_volume_request(id)).await.map(drop)
+}
+/// List the project's snapshots.
+pub async fn list_snapshots(s: &Session) -> Result<Vec<Snapshot>> {
+    s.list(&list_snapshots_request(), "snapshots").await
+}
+/// Delete a snapshot.
+pub async fn delete_snapshot(s: &Session, id: &str) -> Result<()> {
+    s.send(&delete_snapshot_request(id)).await.map(drop)
 }
 /// List volume types.
 pub async fn list_volume_types(s: &Session) -> Result<Vec<VolumeType>> {

@@ -1,5 +1,8 @@
-//! Cinder v3: volumes (creating -> available -> in-use, multiattach, from image), types,
-//! availability zones, limits, quotas, and the attach/detach helpers Nova uses.
+//! Cinder v3: volumes (creating -> available -> in-use, multiattach, from image), snapshots
+//! ([`snapshots`]), types, availability zones, limits, quotas, and the attach/detach helpers
+//! Nova uses.
+
+mod snapshots;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -432,7 +435,8 @@ async fn delete(
     if !matches!(
         status.as_str(),
         "available" | "error" | "error_restoring" | "error_extending" | "error_managing"
-    ) {
+    ) || snapshots::has_snapshots(&w, &id)
+    {
         return Err(bad(
             "Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.",
         ));
@@ -595,6 +599,27 @@ pub fn routes() -> Router<AppState> {
             get(show).put(update).delete(delete),
         )
         .route(&format!("{P}/volumes/{{id}}/action"), post(action))
+        .route(
+            &format!("{P}/snapshots"),
+            get(
+                |State(st): State<AppState>, ctx: Ctx, q: Query| async move {
+                    snapshots::list(&st, &ctx, &q, false)
+                },
+            )
+            .post(snapshots::create),
+        )
+        .route(
+            &format!("{P}/snapshots/detail"),
+            get(
+                |State(st): State<AppState>, ctx: Ctx, q: Query| async move {
+                    snapshots::list(&st, &ctx, &q, true)
+                },
+            ),
+        )
+        .route(
+            &format!("{P}/snapshots/{{id}}"),
+            get(snapshots::show).delete(snapshots::delete),
+        )
         .route(&format!("{P}/types"), get(types))
         .route(&format!("{P}/types/{{id}}"), get(type_show))
         .route(&format!("{P}/os-availability-zone"), get(azs))

@@ -445,11 +445,28 @@ fn permitted_extensions(
     Some(permitted)
 }
 
+/// The annotations capo reads from an OpenStackCluster take only the values it understands.
+fn check_cluster_annotations(osc: &OpenStackCluster, errors: &mut Vec<FieldError>) {
+    let key = crate::constants::CLOUD_PROVIDER_VOLUMES_ANNOTATION;
+    let annotations = osc.metadata.annotations.as_ref();
+    if let Some(v) = annotations.and_then(|a| a.get(key))
+        && !crate::constants::CLOUD_PROVIDER_VOLUMES_VALUES.contains(&v.as_str())
+    {
+        let path = FieldPath::new(&format!("metadata.annotations[{key}]"));
+        errors.push(FieldError::invalid(
+            &path,
+            v,
+            "must be \"keep\" or \"delete\" (what happens to the Cinder CSI volumes and snapshots when the cluster is deleted)",
+        ));
+    }
+}
+
 impl Validate for OpenStackCluster {
     fn validate_create(&self) -> Result<(), ValidationErrors> {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_cluster_spec(&spec, &self.spec, &mut errors);
+        check_cluster_annotations(self, &mut errors);
         ValidationErrors::into_result(errors)
     }
 
@@ -461,6 +478,7 @@ impl Validate for OpenStackCluster {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_cluster_spec(&spec, &self.spec, &mut errors);
+        check_cluster_annotations(self, &mut errors);
         let mut allowed = old.spec.clone();
         permit_updates(&mut allowed, old, self, &mut errors);
         check_unchanged(

@@ -1,6 +1,7 @@
 //! The delete path of an OpenStackCluster: wait for the cluster's machines, then remove the
-//! bastion, the API floating IPs this cluster allocated, the load balancer (cascade), the
-//! router, every port on the managed network and the network, and the security groups.
+//! bastion, what the workload's cloud-provider-openstack left ([`super::cloud_provider`]), the
+//! API floating IPs this cluster allocated, the load balancer (cascade), the router, every
+//! port on the managed network and the network, and the security groups.
 //! Every step is idempotent (absent = done), so a restart at any point resumes.
 
 use capo_api::constants::CLUSTER_NAME_LABEL;
@@ -36,6 +37,10 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Prog
         .await
         .kctx(|| format!("get OpenStackServer {name}"))?;
     let progress = remove_bastion(scope, &s, &servers, bastion).await?;
+    if !progress.is_done() {
+        return Ok(progress);
+    }
+    let progress = super::cloud_provider::sweep(scope, &s, cluster).await?;
     if !progress.is_done() {
         return Ok(progress);
     }

@@ -9,6 +9,8 @@ pub struct LoadBalancer {
     pub id: String,
     #[serde(default)]
     pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
     /// ACTIVE, PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE, ERROR.
     #[serde(default)]
     pub provisioning_status: String,

@@ -526,3 +526,19 @@ fn subnet_filters_may_be_pinned_whatever_the_status_order() {
     assert!(!pin(json!([{"id": SUBNET_ID}, {"id": SUBNET_ID}])).is_empty());
     assert!(!pin(json!([{"id": NET_ID}, {"id": OTHER}])).is_empty());
 }
+
+#[test]
+fn the_cloud_provider_volumes_annotation_takes_keep_or_delete() {
+    let key = crate::constants::CLOUD_PROVIDER_VOLUMES_ANNOTATION;
+    let with = |value: &str| {
+        let mut osc = cluster(cluster_spec());
+        osc.metadata.annotations = Some([(key.to_owned(), value.to_owned())].into());
+        summary(osc.validate_create())
+    };
+    assert!(with("keep").is_empty());
+    assert!(with("delete").is_empty());
+    assert_eq!(
+        with("yes"),
+        one(&format!("metadata.annotations[{key}]"), "Invalid")
+    );
+}
