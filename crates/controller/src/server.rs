@@ -132,6 +132,28 @@ impl Reconciled for OpenStackServer {
     fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
         Some(crate::server_spec::identity(&self.spec))
     }
+    fn recorded(&self, status: &OpenStackServerStatus) -> Vec<String> {
+        use crate::abandon::ids;
+        let mut out = ids("server", status.instance_id.as_deref());
+        if let Some(r) = &status.resources {
+            out.extend(ids("port", r.ports.iter().map(|p| p.id.as_str())));
+        }
+        // Volumes are found by name (their IDs are not recorded).
+        let name = self.name_any();
+        let mut volumes = Vec::new();
+        if self.spec.root_volume.is_some() {
+            volumes.push(capo_api::names::root_volume_name(&name));
+        }
+        volumes.extend(
+            self.spec
+                .additional_block_devices
+                .iter()
+                .filter(|d| d.storage.r#type == capo_api::v1beta2::BlockDeviceType::Volume)
+                .map(|d| capo_api::names::block_device_volume_name(&name, &d.name)),
+        );
+        out.extend(ids("volume named", volumes.iter().map(String::as_str)));
+        out
+    }
     fn cloud_owner(&self) -> ServerOwner {
         ServerOwner {
             // The first UID, kept in an annotation: after `clusterctl move` (new UID) the
