@@ -537,28 +537,26 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         Ok(Action::await_change())
     }
 
-    /// After a deletion that completed: an abandon annotation that applied to the object was
-    /// not needed (the credentials work), which the operator is told.
+    /// After a deletion that completed: the object's own abandon annotation was not needed
+    /// (its cleanup worked), which the operator is told. An annotation it follows from its
+    /// cluster is not mentioned: what the object deleted may have been abandoned below it (a
+    /// machine waits for its server, which the annotation may have let go).
     async fn abandon_ignored_when_deleted(&self) {
-        let object = self.object();
-        match abandon::Request::of(self.ctx, self.obj, &object).await {
-            Ok(r) if r.requested => {
-                let note = format!(
-                    "{}=true on {} ignored: the credentials work, so {object} was deleted normally and nothing was abandoned",
-                    abandon::ABANDON_ANNOTATION,
-                    r.annotate
-                );
-                self.event(
-                    EventType::Warning,
-                    abandon::ABANDON_IGNORED,
-                    "Delete",
-                    Some(note),
-                )
-                .await;
-            }
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "could not read the abandon annotation"),
+        if !abandon::annotated(self.obj) {
+            return;
         }
+        let note = format!(
+            "{}=true ignored: the deletion of {} completed with working credentials, nothing of it was abandoned",
+            abandon::ABANDON_ANNOTATION,
+            self.object()
+        );
+        self.event(
+            EventType::Warning,
+            abandon::ABANDON_IGNORED,
+            "Delete",
+            Some(note),
+        )
+        .await;
     }
 
     /// Report `err` on the current step's condition and on Ready, write status and emit a

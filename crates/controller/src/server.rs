@@ -54,7 +54,7 @@ use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{cluster_pause_changes, error_policy, primary_changes};
+use crate::runtime::{abandon_changes, cluster_pause_changes, error_policy, primary_changes};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
@@ -68,12 +68,17 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let store = ctx.informers.openstack_servers.store();
+    let pause_store = store.clone();
     let trigger = primary_changes(&ctx, ctx.informers.openstack_servers.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
-            servers_of_cluster(&store, &c)
+            servers_of_cluster(&pause_store, &c)
+        })
+        // Servers being deleted follow their OpenStackCluster's abandon annotation.
+        .watches_shared_stream(abandon_changes(&ctx), move |osc| {
+            deleting_servers_of(&store, osc.namespace(), osc.cluster_name())
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
@@ -92,6 +97,24 @@ fn servers_of_cluster(
     store
         .state()
         .into_iter()
+        .filter(|s| s.namespace() == ns && s.labels().get(CLUSTER_NAME_LABEL) == Some(&name))
+        .map(|s| kube::runtime::reflector::ObjectRef::from_obj(&*s))
+        .collect()
+}
+
+/// The servers being deleted that are labelled with cluster `name` in `ns`.
+fn deleting_servers_of(
+    store: &kube::runtime::reflector::Store<OpenStackServer>,
+    ns: Option<String>,
+    name: Option<String>,
+) -> Vec<kube::runtime::reflector::ObjectRef<OpenStackServer>> {
+    let Some(name) = name else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .into_iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_some())
         .filter(|s| s.namespace() == ns && s.labels().get(CLUSTER_NAME_LABEL) == Some(&name))
         .map(|s| kube::runtime::reflector::ObjectRef::from_obj(&*s))
         .collect()

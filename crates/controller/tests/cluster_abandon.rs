@@ -192,7 +192,7 @@ async fn annotation_on_a_healthy_cluster_is_ignored() {
             events(&h, "c2")
                 .await
                 .into_iter()
-                .find(|e| e.contains("deleted normally"))
+                .find(|e| e.contains("completed with working credentials"))
         },
         || async { format!("no deleted-normally warning: {:?}", events(&h, "c2").await) },
     )
