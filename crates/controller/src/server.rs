@@ -26,6 +26,9 @@
 //!   the claim finalizer) is made once the server is ACTIVE; the pool's floating IP is put on
 //!   the first port and reported as ExternalIP (FloatingAddressFromPoolReady); the server is
 //!   ready only then. On delete the claim is released.
+//! - A server whose deletion fails because its credentials no longer work follows the abandon
+//!   annotation of its cluster's OpenStackCluster, or its own ([`crate::abandon`]); a change of
+//!   that annotation wakes the cluster's servers being deleted.
 
 mod apply;
 mod cache;
