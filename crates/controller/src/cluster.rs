@@ -141,6 +141,53 @@ impl Reconciled for Stored<OpenStackCluster> {
         }
     }
 
+    fn recorded(&self, status: &OpenStackClusterStatus) -> Vec<String> {
+        use crate::abandon::ids;
+        let mut out = Vec::new();
+        // A network the user provided is not the cluster's to delete, nor left behind by it.
+        if self.spec.network.is_none()
+            && let Some(n) = &status.network
+        {
+            out.extend(ids("network", [n.id.as_str()]));
+            out.extend(ids("subnet", n.subnets.iter().map(|s| s.id.as_str())));
+        }
+        if self.spec.router.is_none()
+            && let Some(r) = &status.router
+        {
+            out.extend(ids("router", [r.id.as_str()]));
+        }
+        if let Some(lb) = &status.api_server_load_balancer {
+            out.extend(ids("load balancer", [lb.id.as_str()]));
+        }
+        let groups = [
+            &status.control_plane_security_group,
+            &status.worker_security_group,
+            &status.bastion_security_group,
+        ];
+        out.extend(ids(
+            "security group",
+            groups
+                .iter()
+                .filter_map(|g| g.as_ref())
+                .map(|g| g.id.as_str()),
+        ));
+        if let Some(b) = &status.bastion {
+            out.extend(ids("bastion server", b.id.as_deref()));
+            if let Some(r) = &b.resources {
+                out.extend(ids("bastion port", r.ports.iter().map(|p| p.id.as_str())));
+            }
+            out.extend(ids("bastion floating IP", b.floating_ip.as_deref()));
+        }
+        // The API floating IP capo allocated (a requested address is the user's).
+        if self.spec.api_server_floating_ip.is_none()
+            && self.spec.disable_api_server_floating_ip != Some(true)
+            && let Some(ep) = &self.spec.control_plane_endpoint
+        {
+            out.extend(ids("API floating IP", ep.host.as_deref()));
+        }
+        out
+    }
+
     async fn owners(osc: &Self, ctx: &Context, deleting: bool) -> Result<Owners<ClusterOwners>> {
         if osc.annotations().contains_key(MANAGED_BY_ANNOTATION) {
             return Ok(Owners::Skip("externally managed; skipped"));

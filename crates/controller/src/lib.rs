@@ -8,6 +8,8 @@
 //! - [`machine_template`]: OpenStackMachineTemplate → `status.capacity` and `status.nodeInfo`
 //!   from its flavor and image, for the cluster autoscaler (AutoScaleFromZero gate).
 //! - [`identity_secret`]: the finalizer on identityRef Secrets while a capo object uses them.
+//! - [`abandon`]: the `capo-abandon` annotation that lets an object whose credentials no longer
+//!   work be deleted without its cloud resources.
 //!
 //! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
 //! [`informers`] (the watched stores owners and children are read from),
@@ -31,6 +33,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod abandon;
 pub mod ansible_driven;
 pub mod backoff;
 pub mod capi;

@@ -18,7 +18,10 @@
 //!    update event starts the next one. Kinds that create nothing have none
 //!    ([`Reconciled::FINALIZER`] empty). Deletion runs only through the finalizer, which is
 //!    removed once `cleanup` reports everything gone; until then Ready says what is going
-//!    away and the object is requeued, backing off while the same wait lasts.
+//!    away and the object is requeued, backing off while the same wait lasts. A cleanup that
+//!    fails because the credentials can no longer work says so on Ready, with the annotation
+//!    that lets capo remove the finalizer without deleting; with that annotation it does
+//!    ([`crate::abandon`]).
 //! 4. **Status.** Each step writes status when it changed ([`Scope::flush`], server-side apply);
 //!    a failure is reported on the condition of the step under way and on `Ready`, written,
 //!    and published as a Warning event ([`Scope::fail`]).
@@ -41,6 +44,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::abandon;
 use crate::conditions::{self, Entry, State};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -102,6 +106,11 @@ pub trait Reconciled:
     fn identity_ref(&self) -> Option<OpenStackIdentityReference>;
     /// Ownership of the object's cloud resources.
     fn cloud_owner(&self) -> Self::CloudOwner;
+    /// The cloud resources `status` records (`kind id`), named in the event of an object
+    /// abandoned ([`crate::abandon`]).
+    fn recorded(&self, _status: &Self::Status) -> Vec<String> {
+        Vec::new()
+    }
     /// `status` as the API server stores it (the kinds stored in another version than the one
     /// the controller works on convert it: [`crate::stored`]). Two statuses with the same
     /// stored form are the same to the API server: writing one over the other changes nothing.
@@ -228,13 +237,30 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
             Ok(Progress::Done(())) => {
                 scope.ctx.forget_converged(&scope.key());
                 Box::pin(runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER)).await?;
+                Box::pin(scope.abandon_ignored_when_deleted()).await;
                 Ok(Action::await_change())
             }
             Ok(Progress::Waiting(why) | Progress::Stuck(why)) => {
                 Box::pin(scope.deleting(why)).await
             }
+            Err(e) if e.is_credentials_problem() => Box::pin(scope.blocked(e)).await,
             Err(e) => Err(Box::pin(scope.fail(e)).await),
         };
+    }
+    if !K::FINALIZER.is_empty() && abandon::annotated(&*obj) {
+        let note = format!(
+            "{}={} ignored: the object is not being deleted (it only lets capo remove its finalizer from an object being deleted whose credentials no longer work)",
+            abandon::ABANDON_ANNOTATION,
+            "true"
+        );
+        scope
+            .event(
+                EventType::Warning,
+                abandon::ABANDON_IGNORED,
+                "Reconcile",
+                Some(note),
+            )
+            .await;
     }
     if let Some(action) = Box::pin(K::preconditions(&mut scope, &owners)).await? {
         return Ok(action);
@@ -479,15 +505,74 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         Ok(Action::requeue(delay))
     }
 
+    /// A cleanup failed because the credentials can no longer work (`err`): with the abandon
+    /// annotation, remove the finalizer without deleting and list what is left behind in a
+    /// Warning event; without it, say on Ready what blocks and which annotation lets capo go
+    /// ([`crate::abandon`]).
+    async fn blocked(&mut self, err: Error) -> Result<Action> {
+        let object = self.object();
+        let request = match abandon::Request::of(self.ctx, self.obj, &object).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.fail(e).await),
+        };
+        if !request.requested {
+            let identity = self
+                .obj
+                .identity_ref()
+                .map(|i| abandon::describe_identity(&self.namespace, &i));
+            let message = abandon::blocked(&err, identity.as_deref(), &request);
+            return Err(self.fail_with(err, message).await);
+        }
+        let recorded = self.obj.recorded(&self.status);
+        let passed_on = match abandon::pass_on(self.ctx, self.obj).await {
+            Ok(names) => names,
+            Err(e) => return Err(self.fail(e).await),
+        };
+        let note = abandon::abandoned_note(&err, &recorded, &passed_on);
+        Box::pin(runtime::remove_finalizer(&self.api, self.obj, K::FINALIZER)).await?;
+        self.ctx.forget_converged(&self.key());
+        tracing::warn!(object = %object, "abandoned: {note}");
+        self.event(EventType::Warning, abandon::ABANDONED, "Delete", Some(note))
+            .await;
+        Ok(Action::await_change())
+    }
+
+    /// After a deletion that completed: the object's own abandon annotation was not needed
+    /// (its cleanup worked), which the operator is told. An annotation it follows from its
+    /// cluster is not mentioned: what the object deleted may have been abandoned below it (a
+    /// machine waits for its server, which the annotation may have let go).
+    async fn abandon_ignored_when_deleted(&self) {
+        if !abandon::annotated(self.obj) {
+            return;
+        }
+        let note = format!(
+            "{}=true ignored: the deletion of {} completed with working credentials, nothing of it was abandoned",
+            abandon::ABANDON_ANNOTATION,
+            self.object()
+        );
+        self.event(
+            EventType::Warning,
+            abandon::ABANDON_IGNORED,
+            "Delete",
+            Some(note),
+        )
+        .await;
+    }
+
     /// Report `err` on the current step's condition and on Ready, write status and emit a
     /// Warning event; returns the error for the error policy.
     pub async fn fail(&mut self, err: Error) -> Error {
+        let message = err.to_string();
+        self.fail_with(err, message).await
+    }
+
+    /// [`Scope::fail`] with `message` instead of the error's own text.
+    async fn fail_with(&mut self, err: Error, message: String) -> Error {
         if err.is_conflict() {
             return err;
         }
         let provisioned = K::provisioned(&self.status);
         let reason = failure_reason(&err, self.step, provisioned, K::INVALID_SPEC_REASON);
-        let message = err.to_string();
         if self.step != condition_types::READY {
             self.set(self.step, State::error(reason, message.clone()));
         }
@@ -512,8 +597,9 @@ impl<'a, K: Reconciled> Scope<'a, K> {
 }
 
 /// The condition reason of a failure, for every kind: the spec (or something it references
-/// that the cloud does not have, before the object was ever provisioned), the credentials,
-/// else what the step under way was doing.
+/// that the cloud does not have, before the object was ever provisioned), the credentials
+/// (unusable, or refused by the cloud: [`Error::is_credentials_problem`]), else what the step
+/// under way was doing.
 pub fn failure_reason(
     err: &Error,
     step: &str,
@@ -524,7 +610,7 @@ pub fn failure_reason(
     match err {
         Error::InvalidSpec(_) | Error::Cloud(Cloud::InvalidSpec(_)) => invalid_spec,
         Error::Cloud(Cloud::NotFound { .. }) if !provisioned => invalid_spec,
-        Error::Credentials(_) => conditions::INVALID_CREDENTIALS,
+        e if e.is_credentials_problem() => conditions::INVALID_CREDENTIALS,
         _ if step == condition_types::API_SERVER_INGRESS_READY => {
             condition_reasons::LOAD_BALANCER_MEMBER_ERROR
         }
@@ -549,6 +635,20 @@ mod tests {
         let creds = Error::Credentials("x".into());
         assert_eq!(
             failure_reason(&creds, condition_types::INSTANCE_READY, false, "I"),
+            "InvalidCredentials"
+        );
+        // Keystone's 401 (a user, project or domain gone) is a credentials problem too.
+        let refused = Error::Cloud(capo_cloud::Error::api(
+            "list networks",
+            capo_openstack::Error::Api {
+                kind: capo_openstack::ErrorKind::Unauthorized,
+                request: "token_create".into(),
+                status: 401,
+                message: "The request you have made requires authentication.".into(),
+            },
+        ));
+        assert_eq!(
+            failure_reason(&refused, condition_types::READY, true, "I"),
             "InvalidCredentials"
         );
         let fin = Error::Finalizer("x".into());

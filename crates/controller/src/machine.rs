@@ -142,6 +142,15 @@ impl Reconciled for Stored<OpenStackMachine> {
     fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
         self.spec.identity_ref.as_deref().cloned()
     }
+    /// The machine's server (its OpenStackServer records the same, and volumes by name).
+    fn recorded(&self, status: &OpenStackMachineStatus) -> Vec<String> {
+        use crate::abandon::ids;
+        let mut out = ids("server", status.instance_id.as_deref());
+        if let Some(r) = &status.resources {
+            out.extend(ids("port", r.ports.iter().map(|p| p.id.as_str())));
+        }
+        out
+    }
     fn cloud_owner(&self) {}
 
     async fn owners(osm: &Self, ctx: &Context, deleting: bool) -> Result<Owners<MachineOwners>> {

@@ -143,6 +143,10 @@ impl Reconciled for OpenStackFloatingIPPool {
     fn identity_ref(&self) -> Option<OpenStackIdentityReference> {
         Some(identity_to_v1beta1(&self.spec.identity_ref))
     }
+    fn recorded(&self, status: &OpenStackFloatingIPPoolStatus) -> Vec<String> {
+        let ips = status.available_ips.iter().chain(&status.claimed_ips);
+        crate::abandon::ids("floating IP", ips.map(String::as_str))
+    }
     fn cloud_owner(&self) -> PoolOwner {
         PoolOwner {
             // The first UID, kept in an annotation: after `clusterctl move` the floating IPs

@@ -342,6 +342,19 @@ pub fn cluster_pause_changes(
     })
 }
 
+/// OpenStackClusters passed on when first seen and when their abandon annotation changes: the
+/// objects of the cluster being deleted follow it ([`crate::abandon`]) and are blocked on a
+/// slow backoff meanwhile.
+pub fn abandon_changes(
+    ctx: &Context,
+) -> impl futures::Stream<Item = Arc<crate::stored::Stored<capo_api::v1beta1::OpenStackCluster>>>
++ Send
++ 'static {
+    changed(ctx.informers.openstack_clusters.subscribe(), |o| {
+        u64::from(crate::abandon::annotated(o))
+    })
+}
+
 /// Objects passed on when first seen and when their spec (generation), labels or annotations
 /// change: for related kinds whose status does not matter to the controller (Cluster API
 /// writes the status of its Clusters and Machines many times on their way up; each write used

@@ -26,6 +26,9 @@
 //!   the claim finalizer) is made once the server is ACTIVE; the pool's floating IP is put on
 //!   the first port and reported as ExternalIP (FloatingAddressFromPoolReady); the server is
 //!   ready only then. On delete the claim is released.
+//! - A server whose deletion fails because its credentials no longer work follows the abandon
+//!   annotation of its cluster's OpenStackCluster, or its own ([`crate::abandon`]); a change of
+//!   that annotation wakes the cluster's servers being deleted.
 
 mod apply;
 mod cache;
@@ -54,7 +57,7 @@ use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled};
-use crate::runtime::{cluster_pause_changes, error_policy, primary_changes};
+use crate::runtime::{abandon_changes, cluster_pause_changes, error_policy, primary_changes};
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
@@ -68,12 +71,17 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let store = ctx.informers.openstack_servers.store();
+    let pause_store = store.clone();
     let trigger = primary_changes(&ctx, ctx.informers.openstack_servers.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
-            servers_of_cluster(&store, &c)
+            servers_of_cluster(&pause_store, &c)
+        })
+        // Servers being deleted follow their OpenStackCluster's abandon annotation.
+        .watches_shared_stream(abandon_changes(&ctx), move |osc| {
+            deleting_servers_of(&store, osc.namespace(), osc.cluster_name())
         })
         .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
         .graceful_shutdown_on(shutdown)
@@ -92,6 +100,24 @@ fn servers_of_cluster(
     store
         .state()
         .into_iter()
+        .filter(|s| s.namespace() == ns && s.labels().get(CLUSTER_NAME_LABEL) == Some(&name))
+        .map(|s| kube::runtime::reflector::ObjectRef::from_obj(&*s))
+        .collect()
+}
+
+/// The servers being deleted that are labelled with cluster `name` in `ns`.
+fn deleting_servers_of(
+    store: &kube::runtime::reflector::Store<OpenStackServer>,
+    ns: Option<String>,
+    name: Option<String>,
+) -> Vec<kube::runtime::reflector::ObjectRef<OpenStackServer>> {
+    let Some(name) = name else {
+        return Vec::new();
+    };
+    store
+        .state()
+        .into_iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_some())
         .filter(|s| s.namespace() == ns && s.labels().get(CLUSTER_NAME_LABEL) == Some(&name))
         .map(|s| kube::runtime::reflector::ObjectRef::from_obj(&*s))
         .collect()
@@ -131,6 +157,28 @@ impl Reconciled for OpenStackServer {
     /// An unset `type` is a Secret (the API server's default).
     fn identity_ref(&self) -> Option<capo_api::v1beta1::OpenStackIdentityReference> {
         Some(crate::server_spec::identity(&self.spec))
+    }
+    fn recorded(&self, status: &OpenStackServerStatus) -> Vec<String> {
+        use crate::abandon::ids;
+        let mut out = ids("server", status.instance_id.as_deref());
+        if let Some(r) = &status.resources {
+            out.extend(ids("port", r.ports.iter().map(|p| p.id.as_str())));
+        }
+        // Volumes are found by name (their IDs are not recorded).
+        let name = self.name_any();
+        let mut volumes = Vec::new();
+        if self.spec.root_volume.is_some() {
+            volumes.push(capo_api::names::root_volume_name(&name));
+        }
+        volumes.extend(
+            self.spec
+                .additional_block_devices
+                .iter()
+                .filter(|d| d.storage.r#type == capo_api::v1beta2::BlockDeviceType::Volume)
+                .map(|d| capo_api::names::block_device_volume_name(&name, &d.name)),
+        );
+        out.extend(ids("volume named", volumes.iter().map(String::as_str)));
+        out
     }
     fn cloud_owner(&self) -> ServerOwner {
         ServerOwner {

@@ -7,6 +7,7 @@ mod common;
 #[path = "../common/machines.rs"]
 mod machines;
 
+mod abandon;
 mod bad_input;
 mod economy;
 mod faults;

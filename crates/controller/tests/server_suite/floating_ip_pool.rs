@@ -121,7 +121,7 @@ fn pools(h: &Harness) -> Api<OpenStackFloatingIPPool> {
 }
 
 /// Create claim `name` on pool `pool`, as a server does.
-async fn claim(h: &Harness, name: &str, pool: &str) {
+pub(crate) async fn claim(h: &Harness, name: &str, pool: &str) {
     h.apply(&format!(
         "apiVersion: ipam.cluster.x-k8s.io/v1beta2
 kind: IPAddressClaim
@@ -138,7 +138,7 @@ spec:
 }
 
 /// The address claim `name` was given (waits for it).
-async fn address_of(h: &Harness, name: &str) -> String {
+pub(crate) async fn address_of(h: &Harness, name: &str) -> String {
     let claims = ipam::claims(&h.client, &h.ns);
     let addresses = ipam::addresses(&h.client, &h.ns);
     poll(

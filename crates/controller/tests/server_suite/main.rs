@@ -13,4 +13,5 @@ mod devices;
 mod faults;
 mod floating_ip_pool;
 mod legacy;
+mod pool_abandon;
 mod pool_ip;
