@@ -44,6 +44,17 @@
 //! None of them listens on TCP: the HTTP/metrics endpoints of the CSI programs are off by
 //! default and the controller manager's ports are 0. Leader election is off everywhere.
 //!
+//! # What stands in for kube-controller-manager
+//!
+//! A [`TestEnv`] runs no kube-controller-manager, so the helpers do the little of its PV
+//! controller that the CSI programs rely on: [`create_pvc`] annotates the claim with its
+//! provisioner (csi-provisioner ignores a claim without it), [`wait_pvc_bound`] binds the claim
+//! to the PersistentVolume csi-provisioner made (`spec.volumeName`, both `Bound`; the snapshot
+//! controller only snapshots a bound claim), and [`delete_pvc`] drops the claim's protection
+//! finalizer and marks the volume `Released` (csi-provisioner then deletes the Cinder volume).
+//! Everything that touches OpenStack is CPO's own code. Load balancers need no such help: the
+//! controller manager's service controller acts on the Service and Nodes alone.
+//!
 //! ```no_run
 //! # async fn demo(cloud_conf: &str) -> capo_testkit::Result<()> {
 //! use capo_testkit::TestEnv;
@@ -61,6 +72,7 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -433,7 +445,9 @@ pub async fn create_storage_class(client: &Client, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Creates PVC `name` in `ns` of `size_gib` GiB from StorageClass `class`.
+/// Creates PVC `name` in `ns` of `size_gib` GiB from StorageClass `class`, annotated with the
+/// Cinder CSI driver as its provisioner (what kube-controller-manager's PV controller would add,
+/// and what csi-provisioner waits for: see [`wait_pvc_bound`]).
 pub async fn create_pvc(
     client: &Client,
     ns: &str,
@@ -442,9 +456,43 @@ pub async fn create_pvc(
     size_gib: u32,
 ) -> Result<()> {
     let yaml = format!(
-        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\nspec:\n  storageClassName: {class}\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: {size_gib}Gi\n"
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\n  annotations:\n    volume.kubernetes.io/storage-provisioner: {CINDER_DRIVER}\n    volume.beta.kubernetes.io/storage-provisioner: {CINDER_DRIVER}\nspec:\n  storageClassName: {class}\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: {size_gib}Gi\n"
     );
     apply(client, ns, &yaml, &format!("PVC {ns}/{name}")).await?;
+    Ok(())
+}
+
+/// Deletes PVC `ns/name` and does what kube-controller-manager would do next: drops the PVC's
+/// `kubernetes.io/pvc-protection` finalizer (no pod uses it) and marks its PersistentVolume
+/// `Released`, upon which csi-provisioner deletes the Cinder volume (reclaim policy `Delete`).
+pub async fn delete_pvc(client: &Client, ns: &str, name: &str) -> Result<()> {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let Some(pvc) = pvcs
+        .get_opt(name)
+        .await
+        .map_err(Error::kube(format!("reading PVC {ns}/{name}")))?
+    else {
+        return Ok(());
+    };
+    pvcs.delete(name, &Default::default())
+        .await
+        .map_err(Error::kube(format!("deleting PVC {ns}/{name}")))?;
+    let unfinalize = json!({"metadata": {"finalizers": null}});
+    match pvcs
+        .patch(name, &PatchParams::default(), &Patch::Merge(&unfinalize))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(err) => return Err(Error::kube(format!("unfinalizing PVC {ns}/{name}"))(err)),
+    }
+    if let Some(pv) = pvc.spec.and_then(|s| s.volume_name) {
+        let pvs: Api<PersistentVolume> = Api::all(client.clone());
+        let released = json!({"status": {"phase": "Released"}});
+        pvs.patch_status(&pv, &PatchParams::default(), &Patch::Merge(&released))
+            .await
+            .map_err(Error::kube(format!("releasing PersistentVolume {pv}")))?;
+    }
     Ok(())
 }
 
@@ -547,42 +595,69 @@ pub async fn wait_service_ingress(
 
 /// Waits until PVC `ns/name` is Bound and returns its PersistentVolume's `volumeHandle` (the
 /// Cinder volume ID).
+///
+/// No kube-controller-manager runs, so this plays its PV controller's part: once csi-provisioner
+/// has made the PersistentVolume for the claim (`pvc-<claim uid>`, with a `claimRef` to it), it
+/// sets the claim's `spec.volumeName` and marks both `Bound`.
 pub async fn wait_pvc_bound(
     client: &Client,
     ns: &str,
     name: &str,
     timeout: Duration,
 ) -> Result<String> {
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
     wait_for(timeout, &format!("PVC {ns}/{name} Bound"), || async {
-        let pvc = get_json(
-            client,
-            Some(ns),
-            ("", "v1", "PersistentVolumeClaim"),
-            "persistentvolumeclaims",
-            name,
-        )
-        .await?;
-        let bound = pvc.as_ref().and_then(|p| {
-            (p["status"]["phase"] == "Bound")
-                .then(|| p["spec"]["volumeName"].as_str().map(str::to_owned))
-                .flatten()
-        });
-        let Some(pv) = bound else {
-            return Ok((None, status_text(pvc.as_ref())));
+        let pvc = pvcs
+            .get(name)
+            .await
+            .map_err(Error::kube(format!("reading PVC {ns}/{name}")))?;
+        let uid = pvc.metadata.uid.clone().unwrap_or_default();
+        let pv_name = format!("pvc-{uid}");
+        let Some(pv) = pvs
+            .get_opt(&pv_name)
+            .await
+            .map_err(Error::kube(format!("reading PersistentVolume {pv_name}")))?
+        else {
+            return Ok((
+                None,
+                format!(
+                    "no PersistentVolume {pv_name} yet; PVC status {:?}",
+                    pvc.status
+                ),
+            ));
         };
-        let pv = get_json(
-            client,
-            None,
-            ("", "v1", "PersistentVolume"),
-            "persistentvolumes",
-            &pv,
-        )
-        .await?;
         let handle = pv
+            .spec
             .as_ref()
-            .and_then(|p| p["spec"]["csi"]["volumeHandle"].as_str())
-            .map(str::to_owned);
-        Ok((handle, status_text(pv.as_ref())))
+            .and_then(|s| s.csi.as_ref())
+            .map(|c| c.volume_handle.clone());
+        let bound = |phase: Option<&String>| phase.is_some_and(|p| p == "Bound");
+        if !bound(pvc.status.as_ref().and_then(|s| s.phase.as_ref())) {
+            let spec = json!({"spec": {"volumeName": pv_name}});
+            pvcs.patch(name, &PatchParams::default(), &Patch::Merge(&spec))
+                .await
+                .map_err(Error::kube(format!("binding PVC {ns}/{name}")))?;
+            let capacity = pv.spec.as_ref().and_then(|s| s.capacity.clone());
+            let modes = pv.spec.as_ref().and_then(|s| s.access_modes.clone());
+            let status =
+                json!({"status": {"phase": "Bound", "capacity": capacity, "accessModes": modes}});
+            pvcs.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .map_err(Error::kube(format!("marking PVC {ns}/{name} Bound")))?;
+        }
+        if !bound(pv.status.as_ref().and_then(|s| s.phase.as_ref())) {
+            let status = json!({"status": {"phase": "Bound"}});
+            pvs.patch_status(&pv_name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .map_err(Error::kube(format!(
+                    "marking PersistentVolume {pv_name} Bound"
+                )))?;
+        }
+        Ok((
+            handle,
+            "PersistentVolume without a CSI volume handle".to_owned(),
+        ))
     })
     .await
 }
