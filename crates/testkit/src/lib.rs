@@ -7,7 +7,9 @@
 //! ([`TestEnv::new_namespace`]).
 //!
 //! For end-to-end tests, [`capi`] runs the real Cluster API managers (core, kubeadm bootstrap,
-//! kubeadm control plane) against an environment started with their CRDs.
+//! kubeadm control plane) against an environment started with their CRDs, and
+//! [`cloud_provider`] runs the real cloud-provider-openstack (controller manager, Cinder CSI
+//! controller and the CSI sidecars) against an environment playing a workload cluster.
 //!
 //! ```no_run
 //! # async fn demo() -> capo_testkit::Result<()> {
@@ -21,6 +23,7 @@
 mod apply;
 pub mod capi;
 mod certs;
+pub mod cloud_provider;
 mod conversion;
 mod crds;
 mod env;
