@@ -271,6 +271,34 @@ async fn leftovers_of_the_deleted_cluster_go_and_nothing_else() {
     s.send(&req).await.expect("delete the user's snapshot");
     h.wait_gone("a", 120).await;
     assert_all(&h, "volumes", &of_a.volumes, false).await;
+    if !common::cloud::is_real() {
+        // What the sweep cost: a pass is the five lists; the deletes are one request each.
+        let reqs = h.requests();
+        let passes = reqs
+            .iter()
+            .filter(|r| r.starts_with("GET ") && r.ends_with("/snapshots/detail"))
+            .count();
+        let deletes: Vec<&String> = reqs
+            .iter()
+            .filter(|r| {
+                r.starts_with("DELETE ")
+                    && [
+                        "/snapshots/",
+                        "/volumes/",
+                        "/floatingips/",
+                        "/security-groups/",
+                        "/loadbalancers/",
+                    ]
+                    .iter()
+                    .any(|k| r.contains(k))
+            })
+            .collect();
+        eprintln!(
+            "COST sweep of cluster a: {passes} passes x 5 GETs, {} DELETEs in all of a's deletion (with capo's own): {deletes:?}",
+            deletes.len()
+        );
+        assert!(passes >= 2, "one pass to delete, one to confirm: {passes}");
+    }
     let deleted = events(&h, "a", "CloudProviderResourcesDeleted")
         .await
         .join("\n");
