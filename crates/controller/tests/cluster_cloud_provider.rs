@@ -392,3 +392,53 @@ async fn a_volume_policy_that_is_neither_keep_nor_delete_is_named_and_nothing_is
     h.wait_gone("c", 120).await;
     assert!(h.inventory().await.is_empty());
 }
+
+/// A CCM load balancer still `PENDING_CREATE` when the cluster is deleted, then refused by
+/// Octavia with 409 twice: the sweep waits, the condition says why in the cloud's words, and the
+/// deletion finishes with nothing left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_load_balancer_and_octavias_409_are_waited_for_with_the_reason() {
+    let mut h = Harness::new("ccmbusy").await;
+    h.start();
+    h.create_cluster("c", &common::open_spec("10.10.0.0/24", ""))
+        .await;
+    let st = h.wait_ready("c").await.status.unwrap();
+    let subnet = st.network.as_ref().unwrap().subnets[0].id.clone();
+    // Long enough for the deletion to reach the sweep while Octavia still builds, on a busy
+    // machine too.
+    let mut delays = common::fast_delays();
+    delays.lb_provision_ms = 10_000;
+    h.sim().control().set_delays(delays);
+    let s = h.session();
+    let ccm = cloud_provider_cluster_name(&h.ns, "c");
+    let lb = post(
+        &s,
+        lbaas::LOAD_BALANCER,
+        json!({"name": format!("kube_service_{ccm}_default_web"),
+               "description": format!("Kubernetes external service default/web from cluster {ccm}"),
+               "vip_subnet_id": subnet}),
+    )
+    .await;
+    let id = lb["id"].as_str().unwrap().to_owned();
+    let fault: capo_sim::FaultSpec = serde_json::from_value(json!({
+        "method": "DELETE",
+        "path_regex": format!("/lbaas/loadbalancers/{id}$"),
+        "status": 409,
+        "body": {"faultcode": "Client", "faultstring": format!("Invalid state PENDING_UPDATE of loadbalancer resource {id}"), "debuginfo": null},
+        "count": 2,
+    }))
+    .unwrap();
+    h.sim().control().add_faults(vec![fault]).unwrap();
+    h.delete_cluster("c").await;
+    let pending = message(&h, "c", CLOUD_PROVIDER_RESOURCES_DELETED, "PENDING_CREATE").await;
+    assert!(pending.contains(&id), "{pending}");
+    let refused = message(&h, "c", CLOUD_PROVIDER_RESOURCES_DELETED, "HTTP 409").await;
+    assert!(
+        refused.contains("Invalid state PENDING_UPDATE"),
+        "{refused}"
+    );
+    h.wait_gone("c", 120).await;
+    assert!(ids(&h, "loadbalancers").await.is_empty());
+    let inv = h.inventory().await;
+    assert!(inv.is_empty(), "left behind: {inv:?}");
+}
