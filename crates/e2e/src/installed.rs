@@ -226,9 +226,10 @@ impl Installed {
     }
 
     /// Server-side apply of `yaml` in `ns`, as `kubectl apply --server-side` would. An object
-    /// whose admission webhook could not be reached (a provider's pod just restarted, its
-    /// Service's rules not yet updated) is applied again for up to a minute, as an operator
-    /// would; a webhook's refusal is returned at once.
+    /// whose admission or conversion webhook could not be reached or is not trusted yet (a
+    /// provider's pod just restarted, its Service's rules not yet updated, the caBundle not yet
+    /// injected) is applied again for up to a minute, as an operator would; a webhook's refusal
+    /// is returned at once.
     pub async fn apply(&self, ns: &str, yaml: &str) -> Result<(), String> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
@@ -236,9 +237,12 @@ impl Installed {
                 Ok(Ok(_)) => return Ok(()),
                 Ok(Err(rejected)) => {
                     let text = format!("{rejected:?}");
-                    if !text.contains("failed calling webhook")
-                        || std::time::Instant::now() >= deadline
-                    {
+                    // Right after an install the API server may not trust capo's webhooks
+                    // yet (cert-manager's CA injector has not written the caBundle): admission
+                    // and conversion both fail then, and both pass a few seconds later.
+                    let untrusted = text.contains("failed calling webhook")
+                        || text.contains("conversion webhook for");
+                    if !untrusted || std::time::Instant::now() >= deadline {
                         return Err(format!("rejected: {text}"));
                     }
                     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
