@@ -90,33 +90,6 @@ fn secrets(h: &Harness) -> Api<Secret> {
     Api::namespaced(h.client.clone(), &h.ns)
 }
 
-/// Point the identity Secret at a project that does not exist (as if it had been deleted).
-async fn remove_project(h: &Harness) {
-    let yaml = h.cloud.clouds_yaml();
-    let gone: String = yaml
-        .lines()
-        .map(|l| {
-            let key = l.trim_start();
-            if key.starts_with("project_name:") || key.starts_with("project_id:") {
-                format!("{l}-deleted")
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert_ne!(gone, yaml, "clouds.yaml names no project: {yaml}");
-    let patch = serde_json::json!({"stringData": {"clouds.yaml": gone}});
-    secrets(h)
-        .patch(
-            "cloud-config",
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .unwrap();
-}
-
 /// Ready of `o` as `reason: message`.
 fn ready(o: &OpenStackCluster) -> String {
     o.status
@@ -144,7 +117,7 @@ async fn project_gone_blocks_deletion_until_abandoned() {
     let lb = st.api_server_load_balancer.clone().unwrap().id;
     let sg = st.control_plane_security_group.clone().unwrap().id;
 
-    remove_project(&h).await;
+    h.remove_project().await;
     h.delete_cluster("c1").await;
     let want = format!(
         "annotate OpenStackCluster {}/c1 with {ABANDON_ANNOTATION}=true",

@@ -17,9 +17,7 @@ use capo_openstack::Session;
 use capo_openstack::blockstorage::VolumeCreate;
 use capo_openstack::{blockstorage, loadbalancer as lbaas, network};
 use common::{Harness, poll};
-use k8s_openapi::api::core::v1::Event;
-use kube::Api;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// One cluster's worth of what the CCM and the CSI plugin make.
@@ -154,20 +152,6 @@ async fn assert_all(h: &Harness, kind: &str, want: &[String], present: bool) {
     }
 }
 
-async fn events(h: &Harness, object: &str, reason: &str) -> Vec<String> {
-    Api::<Event>::namespaced(h.client.clone(), &h.ns)
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.involved_object.name.as_deref() == Some(object) && e.reason.as_deref() == Some(reason)
-        })
-        .filter_map(|e| e.message)
-        .collect()
-}
-
 /// The message of condition `type_` of OpenStackCluster `name` once it contains `needle`.
 async fn message(h: &Harness, name: &str, type_: &str, needle: &str) -> String {
     let text = |o: &capo_api::v1beta1::OpenStackCluster| {
@@ -299,7 +283,8 @@ async fn leftovers_of_the_deleted_cluster_go_and_nothing_else() {
         );
         assert!(passes >= 2, "one pass to delete, one to confirm: {passes}");
     }
-    let deleted = events(&h, "a", "CloudProviderResourcesDeleted")
+    let deleted = h
+        .event_messages("a", "CloudProviderResourcesDeleted")
         .await
         .join("\n");
     for id in of_a.lbs.iter().chain(&of_a.volumes) {
@@ -326,7 +311,10 @@ async fn leftovers_of_the_deleted_cluster_go_and_nothing_else() {
     assert_all(&h, "security_groups", &of_b.groups, false).await;
     assert_all(&h, "volumes", &of_b.volumes, true).await;
     assert_all(&h, "snapshots", &of_b.snapshots, true).await;
-    let kept = events(&h, "b", "CloudProviderVolumesKept").await.join("\n");
+    let kept = h
+        .event_messages("b", "CloudProviderVolumesKept")
+        .await
+        .join("\n");
     assert!(kept.contains(&of_b.volumes[0]), "{kept}");
 
     // What is left is exactly b's kept data and the user's own.

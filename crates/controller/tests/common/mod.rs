@@ -382,6 +382,50 @@ spec:
         self.cloud.items(&self.sessions).await
     }
 
+    /// The messages of the events `reason` about object `name` of the test namespace.
+    pub async fn event_messages(&self, name: &str, reason: &str) -> Vec<String> {
+        Api::<k8s_openapi::api::core::v1::Event>::namespaced(self.client.clone(), &self.ns)
+            .list(&Default::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.involved_object.name.as_deref() == Some(name)
+                    && e.reason.as_deref() == Some(reason)
+            })
+            .map(|e| e.message.unwrap_or_default())
+            .collect()
+    }
+
+    /// Point the identity Secret at a project that does not exist: Keystone then answers as for
+    /// a deleted project (401), on capo-sim and on the real services.
+    pub async fn remove_project(&self) {
+        let yaml = self.cloud.clouds_yaml();
+        let gone: String = yaml
+            .lines()
+            .map(|l| {
+                let key = l.trim_start();
+                if key.starts_with("project_name:") || key.starts_with("project_id:") {
+                    format!("{l}-deleted")
+                } else {
+                    l.to_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_ne!(gone, yaml, "clouds.yaml names no project: {yaml}");
+        let patch = serde_json::json!({"stringData": {"clouds.yaml": gone}});
+        Api::<Secret>::namespaced(self.client.clone(), &self.ns)
+            .patch(
+                "cloud-config",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await
+            .expect("patch the identity Secret");
+    }
+
     /// Resources of the project by collection, with counts (empty collections dropped, and
     /// Neutron's own `default` security group and its rules left out).
     pub async fn inventory(&self) -> BTreeMap<String, usize> {

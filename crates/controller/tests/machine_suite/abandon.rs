@@ -6,29 +6,12 @@ use std::time::Duration;
 use crate::common::{Harness, poll};
 use crate::machines::*;
 use capo_controller::abandon::ABANDON_ANNOTATION;
-use k8s_openapi::api::core::v1::{Event, Secret};
-use kube::Api;
 use kube::api::{Patch, PatchParams};
-
-/// Warning events `reason` about `name`, as their messages.
-async fn warnings(h: &Harness, name: &str, reason: &str) -> Vec<String> {
-    let list = Api::<Event>::namespaced(h.client.clone(), &h.ns)
-        .list(&Default::default())
-        .await
-        .unwrap();
-    list.items
-        .into_iter()
-        .filter(|e| {
-            e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason)
-        })
-        .map(|e| e.message.unwrap_or_default())
-        .collect()
-}
 
 async fn wait_warning(h: &Harness, name: &str, reason: &str) -> String {
     poll(
         20,
-        || async { warnings(h, name, reason).await.into_iter().next() },
+        || async { h.event_messages(name, reason).await.into_iter().next() },
         || async { format!("no {reason} event about {name}") },
     )
     .await
@@ -50,28 +33,7 @@ async fn project_gone_cluster_annotation_lets_the_machines_go() {
     let md_id = md.status.unwrap().instance_id.unwrap();
 
     // The project is gone: the Secret's clouds.yaml names one that does not exist.
-    let yaml: String = h
-        .cloud
-        .clouds_yaml()
-        .lines()
-        .map(|l| {
-            let k = l.trim_start();
-            if k.starts_with("project_name:") || k.starts_with("project_id:") {
-                format!("{l}-deleted")
-            } else {
-                l.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
-        .patch(
-            "cloud-config",
-            &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({"stringData": {"clouds.yaml": yaml}})),
-        )
-        .await
-        .unwrap();
+    h.remove_project().await;
     delete_machine(&h, "c1-cp-0").await;
     delete_machine(&h, "c1-md-0").await;
     h.delete_cluster("c1").await;
