@@ -78,20 +78,11 @@ impl std::fmt::Debug for SessionCache {
     }
 }
 
-/// The cache key: SHA-256 over the canonical entry, region, effective CA and verify.
+/// The cache key: SHA-256 over the credentials' digest ([`Credentials::digest`]) and the
+/// effective CA and verify.
 pub fn session_key(creds: &Credentials, tls: &TlsSettings) -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(creds.cloud_name.len().to_be_bytes());
-    h.update(creds.cloud_name.as_bytes());
-    creds.entry.hash_into(&mut h);
-    match &creds.region {
-        Some(r) => {
-            h.update([1u8]);
-            h.update(r.len().to_be_bytes());
-            h.update(r.as_bytes());
-        }
-        None => h.update([0u8]),
-    }
+    h.update(creds.digest());
     h.update(tls.pool_key());
     h.finalize().into()
 }
@@ -231,6 +222,17 @@ mod tests {
             "clouds:\n  c:\n    auth:\n      auth_url: http://127.0.0.1:1/identity\n      username: {user}\n      password: p\n      user_domain_name: Default\n      project_name: demo\n      project_domain_name: Default\n"
         );
         Credentials::from_clouds_yaml(&yaml, "c", region, None).unwrap()
+    }
+
+    #[test]
+    fn digest_changes_with_any_credential_field_and_shows_none() {
+        let a = creds("u", None);
+        assert_eq!(a.digest(), creds("u", None).digest());
+        assert_ne!(a.digest(), creds("v", None).digest());
+        assert_ne!(a.digest(), creds("u", Some("R1")).digest());
+        let mut rotated = a.clone();
+        rotated.entry.auth.password = Some(crate::credentials::Secret::new("p2"));
+        assert_ne!(a.digest(), rotated.digest());
     }
 
     #[test]

@@ -224,6 +224,26 @@ impl Credentials {
         Self::from_secret("input", "-", "-", &data, cloud_name, region_override)
     }
 
+    /// SHA-256 over the cloud name, the whole entry (secrets included, length-prefixed) and the
+    /// effective region: equal digests mean the same credentials. It reveals no secret, and is
+    /// how a caller notices that an identity Secret now holds other credentials.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(self.cloud_name.len().to_be_bytes());
+        h.update(self.cloud_name.as_bytes());
+        self.entry.hash_into(&mut h);
+        match &self.region {
+            Some(r) => {
+                h.update([1u8]);
+                h.update(r.len().to_be_bytes());
+                h.update(r.as_bytes());
+            }
+            None => h.update([0u8]),
+        }
+        h.finalize().into()
+    }
+
     /// Keystone auth URL.
     pub fn auth_url(&self) -> &str {
         self.entry.auth.auth_url.as_deref().unwrap_or_default()

@@ -169,7 +169,7 @@ impl CloudEntry {
     }
 
     /// Feed every field, secrets included, into a hasher with length prefixes so that no two
-    /// different entries produce the same byte stream. Used only for the session-cache key.
+    /// different entries produce the same byte stream ([`super::Credentials::digest`]).
     pub(crate) fn hash_into(&self, h: &mut Sha256) {
         let a = &self.auth;
         let fields: [Option<&str>; 22] = [
