@@ -41,6 +41,14 @@ pub const INVALID_CREDENTIALS: &str = "InvalidCredentials";
 pub enum State {
     /// Status True.
     True,
+    /// Status True with an informational reason and message: done, in a way the operator
+    /// should know about (no severity: it is not a problem).
+    TrueNoted {
+        /// CamelCase reason.
+        reason: String,
+        /// Human-readable message.
+        message: String,
+    },
     /// Status False with reason, severity and message.
     False {
         /// CamelCase reason.
@@ -76,6 +84,14 @@ impl State {
         State::False {
             reason: reason.to_owned(),
             severity: condition_severities::WARNING,
+            message: message.into(),
+        }
+    }
+
+    /// True, with a reason and message the operator should read.
+    pub fn noted(reason: &str, message: impl Into<String>) -> Self {
+        State::TrueNoted {
+            reason: reason.to_owned(),
             message: message.into(),
         }
     }
@@ -141,7 +157,7 @@ pub trait Entry: Clone + PartialEq {
 pub struct Written {
     /// `True` or `False`.
     pub status: &'static str,
-    /// Reason; None for True.
+    /// Reason; None for a plain True.
     pub reason: Option<String>,
     /// Severity; None for True.
     pub severity: Option<&'static str>,
@@ -267,6 +283,12 @@ pub fn set<C: Entry>(conditions: &mut Vec<C>, type_: &str, state: State, generat
             severity: None,
             message: None,
         },
+        State::TrueNoted { reason, message } => Written {
+            status: "True",
+            reason: Some(reason),
+            severity: None,
+            message: Some(truncate(message)).filter(|m| !m.is_empty()),
+        },
         State::False {
             reason,
             severity,
@@ -349,6 +371,26 @@ mod tests {
         set(&mut c, "Ready", State::True, Some(1));
         assert!(is_true(&c, "Ready"));
         assert_eq!(c[0].reason, None);
+    }
+
+    #[test]
+    fn a_noted_true_keeps_its_reason_and_message_without_severity() {
+        let mut old: Vec<v1beta1::Condition> = Vec::new();
+        let mut new: Vec<v1beta2::Condition> = Vec::new();
+        let noted = State::noted("AppCredentialShared", "the identity's own credential");
+        set(&mut old, "ExtensionsReady", noted.clone(), Some(2));
+        set(&mut new, "ExtensionsReady", noted, Some(2));
+        assert!(is_true(&old, "ExtensionsReady") && is_true(&new, "ExtensionsReady"));
+        assert_eq!(old[0].reason.as_deref(), Some("AppCredentialShared"));
+        assert_eq!(old[0].severity, None);
+        assert_eq!(new[0].reason, "AppCredentialShared");
+        assert_eq!(new[0].message, "the identity's own credential");
+        // A plain True afterwards clears the note.
+        set(&mut old, "ExtensionsReady", State::True, Some(2));
+        assert_eq!(
+            (old[0].reason.as_deref(), old[0].message.as_deref()),
+            (None, None)
+        );
     }
 
     #[test]

@@ -637,8 +637,8 @@ extensions:
 /// cloud `<namespace>-<cluster>` and the fields it requires; the credential authenticates and
 /// works; status and events carry no secret; deleting the cluster deletes the credential in
 /// Keystone and the Secret. With a restricted application credential as the cluster's identity
-/// (capo-sim only), Keystone refuses a new one: the cluster is Ready anyway and
-/// ExtensionsReady names the field and the fix.
+/// and sharing it turned off (capo-sim only), Keystone refuses a new one: the cluster is Ready
+/// anyway and ExtensionsReady names the fields and the fixes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_credential_secret_authenticates_and_goes_with_the_cluster() {
     use capo_openstack::credentials::{AuthMethod, Credentials};
@@ -751,9 +751,14 @@ async fn application_credential_secret_authenticates_and_goes_with_the_cluster()
         .create(&Default::default(), &identity)
         .await
         .unwrap();
-    let spec = APP_CREDENTIAL
-        .replace("name: cloud-config", "name: appcred-identity")
-        .replace("cloudName: openstack", "cloudName: capo-sim-appcred");
+    // Sharing the identity's own credential turned off (the default shares it:
+    // ansible_credentials.rs).
+    let spec = format!(
+        "{}  openStack:\n    shareIdentityCredential: false\n",
+        APP_CREDENTIAL
+            .replace("name: cloud-config", "name: appcred-identity")
+            .replace("cloudName: openstack", "cloudName: capo-sim-appcred")
+    );
     h.create_cluster("a2", &spec).await;
     let o = h
         .wait_cluster("a2", 90, "ready, ExtensionsReady explaining the 403", |o| {
@@ -768,7 +773,9 @@ async fn application_credential_secret_authenticates_and_goes_with_the_cluster()
     let c = capo_controller::conditions::get(&st.conditions, "ExtensionsReady").unwrap();
     let why = c.message.clone().unwrap_or_default();
     assert!(
-        why.contains("spec.extensions.openStack.appCredential") && why.contains("unrestricted"),
+        why.contains("spec.extensions.openStack.appCredential")
+            && why.contains("shareIdentityCredential")
+            && why.contains("unrestricted"),
         "{why}"
     );
     assert!(recorded(&o).is_none());

@@ -61,6 +61,14 @@ pub struct ClusterOpenStackOptions {
     /// `status.extensions.openStack.appCredential.ref` (default true).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub app_credential: Option<bool>,
+    /// When Keystone refuses to create the cluster's application credential because the
+    /// cluster's identity is itself a restricted application credential, publish the identity's
+    /// own application credential in that Secret instead, marked
+    /// `status.extensions.openStack.appCredential.shared` (default true). It is then shared with
+    /// the management cluster and every other cluster of that identity: revoking it stops them
+    /// all. false: publish nothing in that case. Never applies to a password identity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share_identity_credential: Option<bool>,
 }
 
 /// Kubernetes networking choices.
@@ -286,6 +294,7 @@ mod tests {
             }),
             open_stack: Some(ClusterOpenStackOptions {
                 app_credential: Some(false),
+                share_identity_credential: None,
             }),
         };
         let value = serde_json::to_value(&ext).unwrap_or_default();

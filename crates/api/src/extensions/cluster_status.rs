@@ -171,6 +171,12 @@ pub struct AppCredentialStatus {
     /// Keystone ID of the application credential (not a secret), so deletion finds it.
     #[serde(rename = "id", skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// True when the Secret holds the cluster identity's own application credential (Keystone
+    /// refused one for the cluster; `spec.extensions.openStack.shareIdentityCredential`): capo
+    /// made nothing in Keystone then, `id` is absent and deleting the cluster deletes only the
+    /// Secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
 }
 
 /// Hosts of the cloud's service endpoints, by service.
@@ -281,6 +287,7 @@ mod tests {
                 app_credential: Some(AppCredentialStatus {
                     secret_ref: Some("c1-app-credential".into()),
                     id: Some("ac".into()),
+                    shared: None,
                 }),
                 ..Default::default()
             }),

@@ -22,7 +22,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     let pod_cidr = cluster.and_then(Cluster::pod_cidr);
     let s = scope.session().await?;
     let key = scope.key();
-    let fp = fingerprint(scope.obj, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status, &s.credentials().digest())?;
     // A Cilium pod network still to make (say the Cluster's pod CIDR came late) is not steady.
     let pending = super::extensions::pod_network::pending(scope);
     if scope.status.ready && !pending && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
@@ -108,7 +108,7 @@ async fn finish(
     if !bastion.is_done() {
         return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));
     }
-    let fp = fingerprint(scope.obj, &scope.status)?;
+    let fp = fingerprint(scope.obj, &scope.status, &s.credentials().digest())?;
     scope.ctx.set_converged(&key, fp, verified);
     Ok(scope.resync_later())
 }

@@ -13,10 +13,14 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::fingerprint::{Digest, Fingerprint};
 
-/// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned.
+/// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned, and
+/// of the credentials its identity Secret holds now (`identity`, [`capo_openstack::Credentials::digest`]):
+/// an edited identity Secret (a rotated or replaced credential) brings a full reconcile at the
+/// next sync, which republishes the nodes' application credential Secret from it.
 pub(super) fn fingerprint(
     osc: &OpenStackCluster,
     status: &OpenStackClusterStatus,
+    identity: &[u8; 32],
 ) -> Result<Digest> {
     let mut spec = osc.spec.clone();
     spec.control_plane_endpoint = None;
@@ -24,6 +28,7 @@ pub(super) fn fingerprint(
     status.conditions.clear();
     let mut h = Fingerprint::new();
     h.bytes(osc.metadata.uid.as_deref().unwrap_or_default());
+    h.bytes(identity);
     h.json(&spec)?.json(&status)?;
     let mut ann: Vec<(&String, &String)> = osc
         .metadata

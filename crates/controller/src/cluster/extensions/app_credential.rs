@@ -11,9 +11,19 @@
 //! [`capo_cloud::identity`]). The secret stays a [`Secret`] (redacted Debug) until it is
 //! written into the Kubernetes Secret; it never reaches logs, events, status or errors.
 //!
-//! When Keystone refuses the credential (403: the cluster's identity is itself a restricted
-//! application credential, or policy forbids it), the cluster still becomes Ready and
-//! `ExtensionsReady` says why and how to fix it ([`report`]).
+//! When Keystone refuses the credential (403) and the cluster's identity is itself an
+//! application credential (Keystone's default, *restricted*, may not create others), the
+//! Secret carries that identity's own credential instead, unless
+//! `spec.extensions.openStack.shareIdentityCredential` is false: status says
+//! `appCredential.shared: true` (and no `id`: capo made nothing in Keystone, so deleting the
+//! cluster deletes only the Secret, never the identity's credential), `ExtensionsReady` is True
+//! with reason [`APP_CREDENTIAL_SHARED`], and an event says so when the Secret is written. Every
+//! full reconcile tries the per-cluster credential again first, so an identity that may create
+//! one later gets one. The cluster's steady fingerprint includes the identity's credentials
+//! ([`capo_openstack::Credentials::digest`]), so an edited identity Secret is republished at the
+//! next sync. Otherwise (sharing off, or a password identity that policy forbids) the cluster
+//! still becomes Ready and `ExtensionsReady` is False, saying why and how to fix it
+//! ([`report`]).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +44,10 @@ use crate::error::{KubeContext, Result};
 
 /// Reason of `ExtensionsReady` when Keystone refused the application credential.
 pub const APP_CREDENTIAL_FORBIDDEN: &str = "AppCredentialForbidden";
+
+/// Reason of a True `ExtensionsReady` (and of the event) when the Secret carries the identity's
+/// own application credential.
+pub const APP_CREDENTIAL_SHARED: &str = "AppCredentialShared";
 
 /// Cloud entry name the bootstrap provider looks up: `<namespace>-<Cluster name>`.
 pub fn cloud_name(namespace: &str, cluster: &str) -> String {
@@ -89,6 +103,32 @@ pub fn render_clouds_yaml(c: &CloudConfig) -> Secret {
 fn wanted(scope: &Scope<'_>) -> bool {
     spec(scope.obj)
         .is_some_and(|e| e.open_stack.as_ref().and_then(|o| o.app_credential) != Some(false))
+}
+
+/// The identity's own application credential (ID and secret) when Keystone refused one for the
+/// cluster and sharing is not turned off. None for a password identity, and for an application
+/// credential named by name and user rather than ID (the nodes' consumer reads an ID).
+fn shareable(scope: &Scope<'_>, s: &Session) -> Option<(String, Secret)> {
+    let creds = s.credentials();
+    if sharing_off(scope) || creds.method != AuthMethod::ApplicationCredential {
+        return None;
+    }
+    let auth = &creds.entry.auth;
+    Some((
+        auth.application_credential_id.clone()?,
+        auth.application_credential_secret.clone()?,
+    ))
+}
+
+fn sharing_off(scope: &Scope<'_>) -> bool {
+    spec(scope.obj)
+        .and_then(|e| e.open_stack.as_ref())
+        .and_then(|o| o.share_identity_credential)
+        == Some(false)
+}
+
+fn is_shared(recorded: Option<&AppCredentialStatus>) -> bool {
+    recorded.and_then(|r| r.shared) == Some(true)
 }
 
 fn recorded<'a>(scope: &'a Scope<'_>) -> Option<&'a AppCredentialStatus> {
@@ -157,53 +197,114 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         "Created by cluster-api-provider-openstack cluster {}",
         cluster_name(scope.obj)
     );
-    let ensured =
-        match identity::ensure_app_credential(s, &keystone_name(scope), &description, held).await {
-            Ok(e) => e,
-            Err(e) if identity::is_forbidden(&e) => {
-                // Keystone's message names no secret; the event tells the operator once per
-                // full reconcile, ExtensionsReady keeps saying it.
-                tracing::warn!(error = %e, "Keystone refused the cluster's application credential");
-                scope
-                    .event(
-                        EventType::Warning,
-                        APP_CREDENTIAL_FORBIDDEN,
-                        "Reconcile",
-                        Some(e.to_string()),
-                    )
-                    .await;
-                // Whatever the Secret holds may be dead by now: publish nothing (the Secret
-                // itself goes with the cluster).
-                set_recorded(scope, None);
+    let ensured = match identity::ensure_app_credential(
+        s,
+        &keystone_name(scope),
+        &description,
+        held,
+    )
+    .await
+    {
+        Ok(e) => e,
+        Err(e) if identity::is_forbidden(&e) => {
+            if let Some((id, secret)) = shareable(scope, s) {
+                let config = cloud_config(s, cloud, id, secret).await?;
+                let written = write_secret(
+                    scope,
+                    &api,
+                    current.as_ref(),
+                    &name,
+                    &config,
+                    s.credentials(),
+                )
+                .await?;
+                if written {
+                    let note = format!(
+                        "Keystone refused an application credential for the cluster ({e}); Secret {name} carries the identity's own application credential {}, shared with capo and every cluster of that identity (spec.extensions.openStack.shareIdentityCredential: false publishes none)",
+                        config.id
+                    );
+                    scope
+                        .event(
+                            EventType::Normal,
+                            APP_CREDENTIAL_SHARED,
+                            "Reconcile",
+                            Some(note),
+                        )
+                        .await;
+                }
+                set_recorded(
+                    scope,
+                    Some(AppCredentialStatus {
+                        secret_ref: Some(name),
+                        id: None,
+                        shared: Some(true),
+                    }),
+                );
                 return Ok(());
             }
-            Err(e) => return Err(e.into()),
-        };
-    let creds = s.credentials();
-    let config = CloudConfig {
-        cloud,
-        auth_url: creds.auth_url().to_owned(),
-        id: ensured.credential.id.clone(),
-        secret: ensured.credential.secret,
-        // The consumer refuses a clouds.yaml without region_name: the catalog's region when
-        // the identity names none.
-        region: identity::region(s).await?,
-        interface: creds.interface().to_owned(),
-        insecure: creds.entry.verify == Some(false),
+            // Keystone's message names no secret; the event tells the operator once per
+            // full reconcile, ExtensionsReady keeps saying it.
+            tracing::warn!(error = %e, "Keystone refused the cluster's application credential");
+            scope
+                .event(
+                    EventType::Warning,
+                    APP_CREDENTIAL_FORBIDDEN,
+                    "Reconcile",
+                    Some(e.to_string()),
+                )
+                .await;
+            // Whatever the Secret holds may be dead by now: publish nothing (the Secret
+            // itself goes with the cluster).
+            set_recorded(scope, None);
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
     };
-    write_secret(scope, &api, current.as_ref(), &name, &config, creds).await?;
+    let config = cloud_config(s, cloud, ensured.credential.id, ensured.credential.secret).await?;
+    write_secret(
+        scope,
+        &api,
+        current.as_ref(),
+        &name,
+        &config,
+        s.credentials(),
+    )
+    .await?;
     set_recorded(
         scope,
         Some(AppCredentialStatus {
             secret_ref: Some(name),
             id: Some(config.id),
+            shared: None,
         }),
     );
     Ok(())
 }
 
+/// The clouds.yaml entry of credential `id` for the nodes, with the identity's URL, region,
+/// interface and TLS setting.
+async fn cloud_config(
+    s: &Session,
+    cloud: String,
+    id: String,
+    secret: Secret,
+) -> Result<CloudConfig> {
+    let creds = s.credentials();
+    Ok(CloudConfig {
+        cloud,
+        auth_url: creds.auth_url().to_owned(),
+        id,
+        secret,
+        // The consumer refuses a clouds.yaml without region_name: the catalog's region when
+        // the identity names none.
+        region: identity::region(s).await?,
+        interface: creds.interface().to_owned(),
+        insecure: creds.entry.verify == Some(false),
+    })
+}
+
 /// Write the Secret when its bytes differ (the credential is new, or the identity's URL,
-/// region or CA changed).
+/// region or CA changed); true when it was written.
 async fn write_secret(
     scope: &Scope<'_>,
     api: &Api<KubeSecret>,
@@ -211,7 +312,7 @@ async fn write_secret(
     name: &str,
     config: &CloudConfig,
     creds: &Credentials,
-) -> Result<()> {
+) -> Result<bool> {
     let clouds_yaml = render_clouds_yaml(config);
     let mut data = BTreeMap::from([(
         CLOUDS_YAML_KEY.to_owned(),
@@ -221,17 +322,25 @@ async fn write_secret(
         data.insert(CACERT_KEY.to_owned(), ByteString(ca.clone()));
     }
     if current.and_then(|c| c.data.as_ref()) == Some(&data) {
-        return Ok(());
+        return Ok(false);
     }
     super::apply_owned_secret(scope, api, name, data).await?;
     tracing::info!(secret = %name, app_credential = %config.id, "application credential Secret written");
-    Ok(())
+    Ok(true)
 }
 
-/// After the other extension steps set `ExtensionsReady`: when the credential is wanted but
-/// none is recorded (Keystone refused it), say so, naming the field and the fixes.
+/// After the other extension steps set `ExtensionsReady`: a shared credential is noted on a
+/// True condition; when the credential is wanted but none is recorded (Keystone refused it),
+/// say so, naming the field and the fixes.
 pub(super) fn report(scope: &mut Scope<'_>, s: &Session) {
     if !wanted(scope) || recorded(scope).and_then(|r| r.id.as_ref()).is_some() {
+        return;
+    }
+    if is_shared(recorded(scope)) {
+        if conditions::is_true(&scope.status.conditions, EXTENSIONS_READY) {
+            let note = "Keystone refused an application credential for the cluster (the identity is a restricted application credential): the nodes get the identity's own, shared with capo and every cluster of that identity; spec.extensions.openStack.shareIdentityCredential: false publishes none";
+            scope.set(EXTENSIONS_READY, State::noted(APP_CREDENTIAL_SHARED, note));
+        }
         return;
     }
     let why = if s.credentials().method == AuthMethod::ApplicationCredential {
@@ -239,7 +348,13 @@ pub(super) fn report(scope: &mut Scope<'_>, s: &Session) {
     } else {
         "Keystone refused to create the cluster's application credential (403) for the identity's user"
     };
-    let fix = "set spec.extensions.openStack.appCredential to false (nodes then get no OpenStack credentials), or use an identity that may create application credentials (a user, or an unrestricted application credential)";
+    let fix = if s.credentials().method != AuthMethod::ApplicationCredential {
+        "set spec.extensions.openStack.appCredential to false (nodes then get no OpenStack credentials), or use an identity that may create application credentials (a user, or an unrestricted application credential)"
+    } else if !sharing_off(scope) {
+        "name the identity's application credential by application_credential_id in its clouds.yaml (the nodes then get it, shared), set spec.extensions.openStack.appCredential to false (nodes then get no OpenStack credentials), or use an identity that may create application credentials (a user, or an unrestricted application credential)"
+    } else {
+        "remove spec.extensions.openStack.shareIdentityCredential: false (the nodes then get the identity's own credential), set spec.extensions.openStack.appCredential to false (nodes then get no OpenStack credentials), or use an identity that may create application credentials (a user, or an unrestricted application credential)"
+    };
     let mut message = format!("{why}; {fix}");
     // This needs the operator, the other unresolved variables usually only time: it leads.
     if let Some(other) = conditions::get(&scope.status.conditions, EXTENSIONS_READY)
