@@ -103,29 +103,32 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
     let t0 = Instant::now();
 
     // Management side: Cluster API's managers on the test binary's API server, watching the
-    // test's namespace, and capo's three controllers.
-    let env =
-        capo_testkit::shared_env_with(TestEnvOptions::default().cluster_api(capi_dir.clone()))
-            .await
-            .expect("management API server with Cluster API's CRDs");
-    let h = common::Harness::new("cpo").await;
-    let capi = ClusterApi::start(
-        env,
-        &capi_dir,
-        ClusterApiOptions::default().namespace(h.ns.clone()),
-    )
-    .await
-    .expect("Cluster API managers");
-    let _capi_logs = capi.logs_on_failure();
-    eprintln!(
-        "TIMING Cluster API {} managers ready {:.1} s into the test",
-        capi.version(),
-        t0.elapsed().as_secs_f64()
-    );
-    // The workload clusters' API servers come first, so that each kubeconfig Secret is there
-    // when Cluster API first connects (as soon as the infrastructure is provisioned; a failed
+    // test's namespace, and capo's three controllers. The workload clusters' API servers start
+    // meanwhile, and come before the clusters, so that each kubeconfig Secret is there when
+    // Cluster API first connects (as soon as the infrastructure is provisioned; a failed
     // connection is retried only 30 s later).
-    let (e1, e2) = tokio::join!(TestEnv::start(), TestEnv::start());
+    let management = async {
+        let env =
+            capo_testkit::shared_env_with(TestEnvOptions::default().cluster_api(capi_dir.clone()))
+                .await
+                .expect("management API server with Cluster API's CRDs");
+        let h = common::Harness::new("cpo").await;
+        let capi = ClusterApi::start(
+            env,
+            &capi_dir,
+            ClusterApiOptions::default().namespace(h.ns.clone()),
+        )
+        .await
+        .expect("Cluster API managers");
+        eprintln!(
+            "TIMING Cluster API {} managers ready {:.1} s into the test",
+            capi.version(),
+            t0.elapsed().as_secs_f64()
+        );
+        (h, capi)
+    };
+    let ((h, capi), e1, e2) = tokio::join!(management, TestEnv::start(), TestEnv::start());
+    let _capi_logs = capi.logs_on_failure();
     let (e1, e2) = (e1.expect("c1's API server"), e2.expect("c2's API server"));
     kubeconfig_secret(&h, "c1", &e1).await;
     kubeconfig_secret(&h, "c2", &e2).await;
