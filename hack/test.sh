@@ -16,8 +16,9 @@
 #      cluster (a kubelet, containerd), a cluster created, scaled and deleted through it,
 #   5. the portable controller suites on the real OpenStack services (hack/openstack-env.sh), the
 #      soft-delete test on them with Nova's reclaim_instance_interval set (services restarted),
-#      then on the same Nova clusters whose workloads run the real cloud-provider-openstack
-#      (hack/cloud-provider.sh) deleted by capo, and with CAPO_REAL_CONFORMANCE=1 the
+#      beside it on the same Nova clusters whose workloads run the real cloud-provider-openstack
+#      (hack/cloud-provider.sh) deleted by the real Cluster API controllers and capo (in a network
+#      namespace, the services' ports bridged into it), and with CAPO_REAL_CONFORMANCE=1 the
 #      conformance suite replayed on them (differential fidelity).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 5 (for a quick local run; CI always runs it).
 set -euo pipefail
@@ -55,8 +56,9 @@ export CAPO_PARTNERS_BUILD_DIR
 echo "using $CAPO_PARTNERS_BUILD_DIR"
 
 step "Cluster API v1.14 (core, kubeadm bootstrap and control plane, clusterctl, workload emulator)"
-# Exported only to hack/e2e.sh: the Cluster API managers bind every interface, so their tests run
-# in a network namespace of their own, never in the `cargo test` tier below.
+# Exported only to hack/e2e.sh and the cloud-provider test of the last step: the Cluster API
+# managers bind every interface, so their tests run in a network namespace of their own, never in
+# the `cargo test` tier below.
 capi_build_dir="$(hack/capi.sh build | tail -n 1)"
 echo "using $capi_build_dir"
 
@@ -179,14 +181,15 @@ if [[ "${CAPO_REAL_CONFORMANCE:-}" == 1 ]]; then
   CAPO_CONFORMANCE_CLOUD=real conformance/run.sh
 fi
 
-step "soft delete on the real Nova (reclaim_instance_interval=10), then clusters with the real cloud-provider-openstack deleted by capo"
+step "soft delete on the real Nova (reclaim_instance_interval=10), beside it clusters with the real cloud-provider-openstack deleted by the real Cluster API and capo"
 # Last, as it leaves Nova soft-deleting (hack/openstack-env.sh restarts Nova's API and compute
 # hosts when the interval changes, about 35 s): a machine and the bastion deleted while Nova
 # keeps their servers SOFT_DELETED, then reclaimed by Nova's periodic task (about 85 s, most of
-# it the reclaim). Then two clusters of one project, each with a worker, whose workload clusters
-# run the real CCM and Cinder CSI (two LoadBalancer Services and a PVC with a snapshot on one,
-# a Service on the other), deleted by capo on the same soft-deleting Nova: nothing of the first
-# is left, nothing of the second touched (docs/deletion.md; about two minutes).
+# it the reclaim). Beside it, two clusters of one project whose workload clusters run the real
+# CCM and Cinder CSI (two LoadBalancer Services and a PVC with a snapshot on one, a Service on the
+# other), their Machines and Clusters deleted by the real Cluster API v1.14 controllers on the same
+# soft-deleting Nova: nothing of the first is left, nothing of the second touched
+# (docs/deletion.md; about two and a half minutes).
 CAPO_OPENSTACK_RECLAIM_INTERVAL=10 hack/openstack-env.sh start >"$os_out" 2>"$os_log" ||
   { cat "$os_log" >&2; echo "hack/openstack-env.sh start (soft delete) failed" >&2; exit 1; }
 if ! wait "$cpo_pid"; then
@@ -196,7 +199,9 @@ if ! wait "$cpo_pid"; then
 fi
 # The two run at once (each in a project of its own; the soft-delete test mostly waits for Nova's
 # reclaim): the cloud-provider test as its test executable, from its package directory as cargo
-# runs it, its output printed when it ends.
+# runs it, its output printed when it ends. It runs Cluster API's managers, which listen on every
+# interface, so it runs in a network namespace with only a loopback (hack/lib/netns.sh), where
+# netns_bridge makes the services' 127.0.0.1 ports answer through unix sockets.
 cpo_test="$(cargo test --locked -p capo-controller --test cloud_provider_openstack --no-run \
   --message-format=json 2>/dev/null | python3 -c '
 import json, sys
@@ -209,14 +214,28 @@ for line in sys.stdin:
         print(m["executable"])
 ')"
 cpo_test_log="$(mktemp -t capo-cloud-provider-test.XXXXXX)"
-(cd crates/controller && CARGO_MANIFEST_DIR="$PWD" CAPO_CLOUD_PROVIDER_DIR="$(tail -n 1 "$cpo_out")" \
-  CAPO_REAL_CLOUDS_YAML="$(tail -n 1 "$os_out")" CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real \
-  "$cpo_test" --nocapture) >"$cpo_test_log" 2>&1 &
+say() { echo "test.sh: $*" >&2; }
+source hack/lib/netns.sh
+netns_tools
+bridge_dir="$(mktemp -d -t capo-openstack-bridge.XXXXXX)"
+netns_bridge "$bridge_dir" "${NETNS_OPENSTACK_PORTS[@]}"
+trap 'netns_bridge_stop; hack/openstack-env.sh stop >/dev/null 2>&1 || true' EXIT
+clouds_yaml="$(tail -n 1 "$os_out")"
+cpo_build_dir="$(tail -n 1 "$cpo_out")"
+(
+  cd crates/controller
+  export CARGO_MANIFEST_DIR="$PWD" CAPO_CLOUD_PROVIDER_DIR="$cpo_build_dir" \
+    CAPO_CAPI_BUILD_DIR="$capi_build_dir" CAPO_REAL_CLOUDS_YAML="$clouds_yaml" \
+    CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real
+  netns_exec "$cpo_test" --nocapture
+) >"$cpo_test_log" 2>&1 &
 cpo_test_pid=$!
-CAPO_REAL_CLOUDS_YAML="$(tail -n 1 "$os_out")" CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real \
+CAPO_REAL_CLOUDS_YAML="$clouds_yaml" CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real \
   cargo test --locked -p capo-controller --test machine_suite soft_delete::
 cpo_rc=0
 wait "$cpo_test_pid" || cpo_rc=$?
+netns_bridge_stop
+rmdir "$bridge_dir"
 echo "     Running tests/cloud_provider_openstack.rs ($cpo_test)"
 cat "$cpo_test_log"
 if [[ $cpo_rc != 0 ]]; then

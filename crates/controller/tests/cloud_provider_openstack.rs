@@ -1,26 +1,43 @@
 //! The real cloud-provider-openstack (controller manager, Cinder CSI controller and the CSI
 //! sidecars, `capo_testkit::cloud_provider`) against the real OpenStack services, then the
-//! cluster deleted by capo: nothing of it is left in the project, and nothing of a second
-//! cluster of the same project is touched (docs/deletion.md).
+//! cluster deleted by the real Cluster API v1.14 controllers and capo: nothing of it is left in
+//! the project, and nothing of a second cluster of the same project is touched
+//! (docs/deletion.md).
 //!
-//! Runs only with `CAPO_CLOUD=real` and `CAPO_CLOUD_PROVIDER_DIR` (the directory
-//! `hack/cloud-provider.sh build` prints); otherwise it says why it skipped and passes:
+//! Runs only with `CAPO_CLOUD=real`, `CAPO_CLOUD_PROVIDER_DIR` (the directory
+//! `hack/cloud-provider.sh build` prints) and `CAPO_CAPI_BUILD_DIR` (`hack/capi.sh build`);
+//! otherwise it says why it skipped and passes. Cluster API's managers bind their webhook
+//! servers on every interface, so the test runs in a network namespace with only a loopback,
+//! into which `netns_bridge` (hack/lib/netns.sh) carries the real services' ports through unix
+//! sockets; it fails when run anywhere else:
 //!
 //! ```text
+//! source hack/lib/netns.sh; say() { echo "$*" >&2; }
 //! export CAPO_TEST_ENV_DIR="$(hack/test-env.sh | tail -n 1)"
 //! export CAPO_CLOUD_PROVIDER_DIR="$(hack/cloud-provider.sh build | tail -n 1)"
+//! export CAPO_CAPI_BUILD_DIR="$(hack/capi.sh build | tail -n 1)"
 //! export CAPO_REAL_CLOUDS_YAML="$(hack/openstack-env.sh start | tail -n 1)" CAPO_CLOUD=real
-//! cargo test -p capo-controller --test cloud_provider_openstack -- --nocapture
+//! cargo test -p capo-controller --test cloud_provider_openstack --no-run
+//! netns_bridge "$(mktemp -d)" "${NETNS_OPENSTACK_PORTS[@]}"
+//! (netns_exec cargo test --offline -p capo-controller --test cloud_provider_openstack -- --nocapture)
+//! netns_bridge_stop
 //! ```
 //!
 //! It prints `TIMING` lines: each Service's ingress IP, the PVC bound, the VolumeSnapshot ready,
-//! the cluster's deletion by capo (from the delete to the sweep's condition True, and to gone).
+//! the worker Machine's deletion by Cluster API, each Cluster's deletion by Cluster API (from the
+//! delete to the OpenStackCluster gone, and to the Cluster gone).
 //!
-//! The management cluster is the test binary's shared API server, where capo's controllers make
-//! two OpenStackClusters (c1, c2) in one project, each with a worker machine (a Nova server).
-//! Each workload cluster is an API server of its own: its one Node stands for that cluster's
+//! The management cluster is the test binary's shared API server, started with Cluster API's
+//! CRDs, where Cluster API's core, kubeadm bootstrap and control-plane managers run (watching
+//! the test's namespace) beside capo's controllers. Two Clusters (c1, c2) of one project, with
+//! no control-plane provider: c1 has a stand-alone control-plane Machine and a worker Machine,
+//! c2 a worker Machine, each a Nova server made by capo; bootstrap data is a plain Secret
+//! (`spec.bootstrap.dataSecretName`). Each workload cluster is an API server of its own, which
+//! Cluster API reaches through the Secret `<cluster>-kubeconfig`: a Node stands for each worker
 //! server (providerID, InternalIP), and CPO's programs run against it with a cloud.conf holding
-//! the test project's member credentials and the cluster name `<namespace>-<cluster>`.
+//! the test project's member credentials and the cluster name `<namespace>-<cluster>`. c1's
+//! control-plane Machine has no Node: it is there because Cluster API drains and deletes a
+//! worker's Node only while the cluster keeps a control-plane Machine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -29,16 +46,16 @@ mod machines;
 
 use std::time::{Duration, Instant};
 
-use capo_controller::cluster::cloud_provider::{
-    CLOUD_PROVIDER_RESOURCES_DELETED, VOLUMES_ANNOTATION,
-};
+use capo_controller::cluster::cloud_provider::VOLUMES_ANNOTATION;
 use capo_openstack::request::{Request, Service as OsService};
+use capo_testkit::capi::{self, CapiDir, ClusterApi, ClusterApiOptions};
 use capo_testkit::cloud_provider::{
     self as cpo, CLUSTER_PROPERTY, CloudProvider, CloudProviderDir, names,
 };
-use k8s_openapi::api::core::v1::Service;
+use capo_testkit::{TestEnv, TestEnvOptions};
+use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::Value;
 
 const CLUSTER: &str = "identityRef:
@@ -71,23 +88,69 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
         );
         return;
     };
+    let Some(capi_dir) = CapiDir::from_env().expect("Cluster API build") else {
+        eprintln!(
+            "SKIPPED: {} is not set (export it from `hack/capi.sh build | tail -n 1`)",
+            capi::BUILD_DIR_VAR
+        );
+        return;
+    };
+    assert!(
+        capi::loopback_only_network(),
+        "Cluster API's managers listen on every interface: run this test in a network namespace \
+         with only a loopback (hack/lib/netns.sh: netns_bridge, then netns_exec)"
+    );
     let t0 = Instant::now();
 
-    // Management side: two clusters in one project, each with one worker server, made by capo.
-    let (h, _controllers) = machines::ready_cluster("cpo", CLUSTER).await;
+    // Management side: Cluster API's managers on the test binary's API server, watching the
+    // test's namespace, and capo's three controllers. The workload clusters' API servers start
+    // meanwhile, and come before the clusters, so that each kubeconfig Secret is there when
+    // Cluster API first connects (as soon as the infrastructure is provisioned; a failed
+    // connection is retried only 30 s later).
+    let management = async {
+        let env =
+            capo_testkit::shared_env_with(TestEnvOptions::default().cluster_api(capi_dir.clone()))
+                .await
+                .expect("management API server with Cluster API's CRDs");
+        let h = common::Harness::new("cpo").await;
+        let capi = ClusterApi::start(
+            env,
+            &capi_dir,
+            ClusterApiOptions::default().namespace(h.ns.clone()),
+        )
+        .await
+        .expect("Cluster API managers");
+        eprintln!(
+            "TIMING Cluster API {} managers ready {:.1} s into the test",
+            capi.version(),
+            t0.elapsed().as_secs_f64()
+        );
+        (h, capi)
+    };
+    let ((h, capi), e1, e2) = tokio::join!(management, TestEnv::start(), TestEnv::start());
+    let _capi_logs = capi.logs_on_failure();
+    let (e1, e2) = (e1.expect("c1's API server"), e2.expect("c2's API server"));
+    kubeconfig_secret(&h, "c1", &e1).await;
+    kubeconfig_secret(&h, "c2", &e2).await;
+    let _controllers = machines::start(&h);
+    h.create_cluster("c1", CLUSTER).await;
     h.create_cluster("c2", &CLUSTER.replace("10.8.0.0/24", "10.9.0.0/24"))
         .await;
+    h.wait_ready("c1").await;
     h.wait_ready("c2").await;
+    machines::create_machine(&h, "c1", "cp1", true, machines::MACHINE).await;
     machines::create_machine(&h, "c1", "w1", false, machines::MACHINE).await;
     machines::create_machine(&h, "c2", "w2", false, machines::MACHINE).await;
     let (server_id, ip) = worker(&h, "w1").await;
     let (server2, ip2) = worker(&h, "w2").await;
+    machines::wait_machine_ready(&h, "cp1").await;
     eprintln!(
-        "clusters and workers ready in {:.1} s",
+        "clusters and machines ready in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    let c1 = Workload::start(&h, &build, "c1", "w1", &server_id, &ip).await;
+    let c1 = Workload::start(&h, &build, e1, "c1", "w1", &server_id, &ip).await;
     let _logs1 = c1.provider.logs_on_failure();
+    wait_node_ref(&h, "w1", "w1").await;
     let (wc, cluster, subnet, external) = (
         c1.env.client(),
         c1.cluster.clone(),
@@ -112,7 +175,7 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
     cpo::create_load_balancer_service(&wc, WNS, SVC2, 443)
         .await
         .expect("second service");
-    let c2 = Workload::start(&h, &build, "c2", "w2", &server2, &ip2).await;
+    let c2 = Workload::start(&h, &build, e2, "c2", "w2", &server2, &ip2).await;
     let _logs2 = c2.provider.logs_on_failure();
     cpo::create_load_balancer_service(&c2.env.client(), WNS, SVC, 80)
         .await
@@ -232,10 +295,9 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
         .check_running()
         .expect("every program still running");
 
-    // Cluster API deletes the machines (the CCM and CSI plugin go with them), then the cluster;
-    // c1 asks for its CSI volumes to go too. Nothing is deleted in the workload cluster first.
-    drop(c1);
-    let dp = DeleteParams::default();
+    // Cluster API deletes the worker Machine while the CCM and CSI plugin keep running (on the
+    // control plane): it drains the Node through c1's API server, has capo delete the
+    // OpenStackMachine, then deletes the Node. Nothing is deleted in the workload cluster first.
     h.clusters()
         .patch(
             "c1",
@@ -246,38 +308,74 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
         )
         .await
         .unwrap();
+    let dp = DeleteParams::default();
     let started = Instant::now();
-    machines::delete_machine(&h, "w1").await;
-    machines::wait_machine_gone(&h, "w1", 300).await;
-    eprintln!(
-        "TIMING machine w1 deleted by capo in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    let started = Instant::now();
-    h.clusters().delete("c1", &dp).await.unwrap();
-    // The sweep's condition turns True just before the network goes; the cluster may be gone
-    // before a poll sees it.
-    let mut swept_after = None;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while let Some(o) = h.clusters().get_opt("c1").await.unwrap() {
-        let done = o.status.as_ref().is_some_and(|st| {
-            capo_controller::conditions::is_true(&st.conditions, CLOUD_PROVIDER_RESOURCES_DELETED)
-        });
-        if done && swept_after.is_none() {
-            swept_after = Some(started.elapsed().as_secs_f64());
-        }
-        assert!(
-            Instant::now() < deadline,
-            "c1 not deleted: {}",
-            common::status_json(Some(o))
-        );
+    capi_api(&h, "Machine").delete("w1", &dp).await.unwrap();
+    let mut drained = false;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while let Some(m) = capi_api(&h, "Machine").get_opt("w1").await.unwrap() {
+        let m = serde_json::to_value(m).unwrap();
+        drained |= !m["status"]["deletion"]["nodeDrainStartTime"].is_null();
+        assert!(Instant::now() < deadline, "Machine w1 not deleted: {m:#}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     eprintln!(
-        "TIMING cluster c1 deleted by capo: what CPO left swept after {} s, the cluster gone in {:.1} s",
-        swept_after.map_or("(not seen)".to_owned(), |t| format!("{t:.1}")),
+        "TIMING machine w1 deleted by Cluster API (drained, OpenStackMachine deleted by capo, Node deleted) in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    assert!(drained, "Cluster API did not drain Node w1");
+    machines::wait_machine_gone(&h, "w1", 10).await;
+    let node = Api::<Node>::all(c1.env.client())
+        .get_opt("w1")
+        .await
+        .unwrap();
+    assert!(node.is_none(), "Node w1 left in c1: {node:?}");
+    c1.provider
+        .check_running()
+        .expect("every program still running");
+
+    // Then the Cluster: Cluster API deletes the control-plane Machine, then the OpenStackCluster;
+    // c1 asks for its CSI volumes to go too. c1's API server, CCM and CSI plugin, which would go
+    // with its control plane, are stopped first (Cluster API no longer reaches the workload
+    // cluster once the Cluster is being deleted).
+    drop(c1);
+    let started = Instant::now();
+    capi_api(&h, "Cluster").delete("c1", &dp).await.unwrap();
+    let mut osc_gone_after = None;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let o = h.clusters().get_opt("c1").await.unwrap();
+        if o.is_none() && osc_gone_after.is_none() {
+            osc_gone_after = Some(started.elapsed().as_secs_f64());
+        }
+        if capi_api(&h, "Cluster")
+            .get_opt("c1")
+            .await
+            .unwrap()
+            .is_none()
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Cluster c1 not deleted: {}",
+            common::status_json(o)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let gone_after = started.elapsed().as_secs_f64();
+    let osc_gone_after = osc_gone_after.map_or("(not seen)".to_owned(), |t| format!("{t:.1} s"));
+    // capo's sweep of what CPO left says what it deleted in events on the OpenStackCluster.
+    let sweeps = h
+        .event_messages("c1", "CloudProviderResourcesDeleted")
+        .await;
+    eprintln!(
+        "TIMING cluster c1 deleted by Cluster API: the OpenStackCluster gone after {osc_gone_after} ({} sweep passes deleted what CPO left), the Cluster gone in {gone_after:.1} s",
+        sweeps.len()
+    );
+    assert!(!sweeps.is_empty(), "no CloudProviderResourcesDeleted event");
+    assert!(h.clusters().get_opt("c1").await.unwrap().is_none());
+    machines::wait_machine_gone(&h, "cp1", 10).await;
     let items = h.items().await;
     let snaps = snapshots(&h).await;
     let prefix = format!("kube_service_{cluster}_");
@@ -321,11 +419,34 @@ async fn what_the_real_cloud_provider_made_goes_with_the_cluster_and_nothing_of_
         .count();
     assert_eq!(c2_groups, 1, "{:#?}", items["security_groups"]);
 
-    // c2 goes the same way, keeping nothing (it has no volumes): the project is empty.
+    // c2 goes the same way, its worker Machine with it, keeping nothing (it has no volumes):
+    // the project is empty.
     drop(c2);
-    machines::delete_machine(&h, "w2").await;
-    machines::wait_machine_gone(&h, "w2", 300).await;
-    h.delete_cluster_leaving_nothing("c2").await;
+    let started = Instant::now();
+    capi_api(&h, "Cluster").delete("c2", &dp).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while let Some(o) = capi_api(&h, "Cluster").get_opt("c2").await.unwrap() {
+        assert!(
+            Instant::now() < deadline,
+            "Cluster c2 not deleted: {:#}",
+            serde_json::to_value(o).unwrap()["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "TIMING cluster c2 deleted by Cluster API (its worker Machine, then the OpenStackCluster) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        capi_api(&h, "Machine")
+            .get_opt("w2")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    machines::wait_machine_gone(&h, "w2", 10).await;
+    let inv = h.inventory().await;
+    assert!(inv.is_empty(), "left behind: {inv:?}");
     assert!(snapshots(&h).await.is_empty());
     eprintln!("TIMING whole test {:.1} s", t0.elapsed().as_secs_f64());
 }
@@ -351,7 +472,7 @@ async fn worker(h: &common::Harness, name: &str) -> (String, String) {
 /// run with the cluster's name and the project's member credentials.
 struct Workload {
     provider: CloudProvider,
-    env: capo_testkit::TestEnv,
+    env: TestEnv,
     cluster: String,
     subnet: String,
     external: String,
@@ -361,6 +482,7 @@ impl Workload {
     async fn start(
         h: &common::Harness,
         build: &CloudProviderDir,
+        env: TestEnv,
         name: &str,
         node: &str,
         server: &str,
@@ -375,9 +497,6 @@ impl Workload {
             .as_str()
             .expect("external network")
             .to_owned();
-        let env = capo_testkit::TestEnv::start()
-            .await
-            .expect("workload API server");
         let cluster = capo_api::names::cloud_provider_cluster_name(&h.ns, name);
         let conf = cpo::cloud_conf_from_clouds_yaml(
             &h.cloud.clouds_yaml(),
@@ -423,4 +542,62 @@ async fn snapshots(h: &common::Harness) -> Vec<Value> {
         )
         .await
         .expect("list snapshots")
+}
+
+/// Cluster API v1beta2 `kind` in the test namespace.
+fn capi_api(h: &common::Harness, kind: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta2", kind);
+    Api::namespaced_with(h.client.clone(), &h.ns, &ApiResource::from_gvk(&gvk))
+}
+
+/// The Secret `<cluster>-kubeconfig` through which Cluster API reaches the workload cluster
+/// (key `value`: the API server's kubeconfig, its CA and an administrator token inline).
+async fn kubeconfig_secret(h: &common::Harness, cluster: &str, env: &TestEnv) {
+    let kubeconfig = std::fs::read_to_string(env.kubeconfig_path()).expect("kubeconfig");
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": format!("{cluster}-kubeconfig"),
+            "namespace": h.ns,
+            "labels": {"cluster.x-k8s.io/cluster-name": cluster},
+        },
+        "type": "cluster.x-k8s.io/secret",
+        "stringData": {"value": kubeconfig},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(h.client.clone(), &h.ns)
+        .create(&Default::default(), &secret)
+        .await
+        .expect("create the kubeconfig Secret");
+}
+
+/// Wait until Cluster API has set `status.nodeRef` of Machine `name` to Node `node`: it found,
+/// through the workload cluster's API server, the Node with the Machine's providerID. Cluster
+/// API watches a workload cluster's Nodes only once its control plane is initialized (a
+/// control-plane Machine with a Node), which never happens here, so it looks for the Node when
+/// it next reconciles the Machine; an annotation on the Machine brings that reconcile now
+/// rather than at the next resync.
+async fn wait_node_ref(h: &common::Harness, name: &str, node: &str) {
+    let started = Instant::now();
+    let poke = serde_json::json!({"metadata": {"annotations": {"capo-test/node": node}}});
+    capi_api(h, "Machine")
+        .patch(name, &PatchParams::default(), &Patch::Merge(&poke))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let m = serde_json::to_value(capi_api(h, "Machine").get(name).await.unwrap()).unwrap();
+        if m["status"]["nodeRef"]["name"] == node {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Machine {name} has no nodeRef: {:#}",
+            m["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "Machine {name} refers to Node {node} {:.1} s after the annotation",
+        started.elapsed().as_secs_f64()
+    );
 }

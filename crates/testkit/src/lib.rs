@@ -54,3 +54,18 @@ static SHARED: tokio::sync::OnceCell<TestEnv> = tokio::sync::OnceCell::const_new
 pub async fn shared_env() -> Result<&'static TestEnv> {
     SHARED.get_or_try_init(TestEnv::start).await
 }
+
+/// [`shared_env`], started with `options` if no test of this binary has started it yet (for a
+/// test binary whose environment must differ from the default, for example with the Cluster API
+/// CRDs of [`TestEnvOptions::cluster_api`]). An error when it is already running: its options
+/// are then whatever its first caller chose, which need not be `options`.
+pub async fn shared_env_with(options: TestEnvOptions) -> Result<&'static TestEnv> {
+    if SHARED.initialized() {
+        return Err(Error::Client(
+            "the shared environment was already started (with other options)".to_owned(),
+        ));
+    }
+    SHARED
+        .get_or_try_init(|| TestEnv::start_with(options))
+        .await
+}
