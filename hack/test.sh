@@ -18,7 +18,8 @@
 #      soft-delete test on them with Nova's reclaim_instance_interval set (services restarted),
 #      beside it on the same Nova clusters whose workloads run the real cloud-provider-openstack
 #      (hack/cloud-provider.sh) deleted by the real Cluster API controllers and capo (in a network
-#      namespace, the services' ports bridged into it), and with CAPO_REAL_CONFORMANCE=1 the
+#      namespace, the services' ports bridged into it) and the Ansible bootstrap provider's
+#      credential for each identity kind, and with CAPO_REAL_CONFORMANCE=1 the
 #      conformance suite replayed on them (differential fidelity).
 # CAPO_SKIP_REAL_OPENSTACK=1 skips tier 5 (for a quick local run; CI always runs it).
 set -euo pipefail
@@ -181,7 +182,7 @@ if [[ "${CAPO_REAL_CONFORMANCE:-}" == 1 ]]; then
   CAPO_CONFORMANCE_CLOUD=real conformance/run.sh
 fi
 
-step "soft delete on the real Nova (reclaim_instance_interval=10), beside it clusters with the real cloud-provider-openstack deleted by the real Cluster API and capo"
+step "soft delete on the real Nova (reclaim_instance_interval=10), beside it clusters with the real cloud-provider-openstack deleted by the real Cluster API and capo, and the Ansible provider's credential per identity kind"
 # Last, as it leaves Nova soft-deleting (hack/openstack-env.sh restarts Nova's API and compute
 # hosts when the interval changes, about 35 s): a machine and the bastion deleted while Nova
 # keeps their servers SOFT_DELETED, then reclaimed by Nova's periodic task (about 85 s, most of
@@ -197,23 +198,21 @@ if ! wait "$cpo_pid"; then
   echo "hack/cloud-provider.sh build failed" >&2
   exit 1
 fi
-# The two run at once (each in a project of its own; the soft-delete test mostly waits for Nova's
-# reclaim): the cloud-provider test as its test executable, from its package directory as cargo
-# runs it, its output printed when it ends. It runs Cluster API's managers, which listen on every
-# interface, so it runs in a network namespace with only a loopback (hack/lib/netns.sh), where
-# netns_bridge makes the services' 127.0.0.1 ports answer through unix sockets.
-cpo_test="$(cargo test --locked -p capo-controller --test cloud_provider_openstack --no-run \
-  --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["executable"])
-')"
+# Three run at once, each in a project of its own (the soft-delete test mostly waits for Nova's
+# reclaim): the cloud-provider test and the Ansible bootstrap provider's credential test
+# (tests/ansible_credentials.rs: a password, an unrestricted and a restricted identity, about
+# 100 s) as their test executables, from their package directory as cargo runs them, each one's
+# output printed when it ends. The cloud-provider test runs Cluster API's managers, which listen
+# on every interface, so it runs in a network namespace with only a loopback
+# (hack/lib/netns.sh), where netns_bridge makes the services' 127.0.0.1 ports answer through unix
+# sockets.
+declare -A last_exe=()
+while read -r name path; do last_exe[$name]=$path; done < <(
+  test_executables capo-controller cloud_provider_openstack ansible_credentials)
+cpo_test="${last_exe[cloud_provider_openstack]}"
+abp_test="${last_exe[ansible_credentials]}"
 cpo_test_log="$(mktemp -t capo-cloud-provider-test.XXXXXX)"
+abp_test_log="$(mktemp -t capo-ansible-credentials-test.XXXXXX)"
 say() { echo "test.sh: $*" >&2; }
 source hack/lib/netns.sh
 netns_tools
@@ -230,14 +229,27 @@ cpo_build_dir="$(tail -n 1 "$cpo_out")"
   netns_exec "$cpo_test" --nocapture
 ) >"$cpo_test_log" 2>&1 &
 cpo_test_pid=$!
+(
+  cd crates/controller
+  export CARGO_MANIFEST_DIR="$PWD" CAPO_REAL_CLOUDS_YAML="$clouds_yaml" CAPO_CLOUD=real
+  "$abp_test" --nocapture
+) >"$abp_test_log" 2>&1 &
+abp_test_pid=$!
 CAPO_REAL_CLOUDS_YAML="$clouds_yaml" CAPO_OPENSTACK_RECLAIM_INTERVAL=10 CAPO_CLOUD=real \
   cargo test --locked -p capo-controller --test machine_suite soft_delete::
-cpo_rc=0
+cpo_rc=0 abp_rc=0
+wait "$abp_test_pid" || abp_rc=$?
+echo "     Running tests/ansible_credentials.rs ($abp_test)"
+cat "$abp_test_log"
 wait "$cpo_test_pid" || cpo_rc=$?
 netns_bridge_stop
 rmdir "$bridge_dir"
 echo "     Running tests/cloud_provider_openstack.rs ($cpo_test)"
 cat "$cpo_test_log"
+if [[ $abp_rc != 0 ]]; then
+  echo "the Ansible credential test failed" >&2
+  exit 1
+fi
 if [[ $cpo_rc != 0 ]]; then
   echo "the cloud-provider-openstack test failed" >&2
   exit 1
