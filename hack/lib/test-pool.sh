@@ -23,6 +23,15 @@ for line in sys.stdin:
 '
 }
 
+# jobs_running PID...: how many of the PIDs are still running.
+jobs_running() {
+  local pid n=0
+  for pid in "$@"; do
+    kill -0 "$pid" 2>/dev/null && n=$((n + 1))
+  done
+  echo "$n"
+}
+
 # run_test_pool WORKERS PACKAGE_DIR TEST... -- ARGS...: runs each named test executable (from the
 # package in PACKAGE_DIR, in the order given: put the longest first) with `--test-threads 1 ARGS`,
 # at most WORKERS at once, from PACKAGE_DIR as cargo would. Returns 1 when any failed, after all
@@ -43,16 +52,19 @@ run_test_pool() {
   while read -r name path; do exe[$name]=$path; done < <(test_executables "$package" "${tests[@]}")
   local logs
   logs=$(mktemp -d -t capo-test-pool.XXXXXX)
-  local failed=0 running=0
+  local failed=0
+  # Only this pool's own jobs are waited for: a bare `wait -n` would return at once for any other
+  # background job of the caller that already ended, and a bare `wait` would reap the caller's
+  # jobs and lose their exit status.
+  local pids=()
   for name in "${tests[@]}"; do
     if [[ -z "${exe[$name]:-}" ]]; then
       echo "test pool: no executable for $name" >&2
       return 1
     fi
-    if ((running >= workers)); then
-      wait -n || true
-      running=$((running - 1))
-    fi
+    while (($(jobs_running "${pids[@]}") >= workers)); do
+      wait -n "${pids[@]}" 2>/dev/null || true
+    done
     (
       start=$SECONDS
       rc=0
@@ -65,9 +77,9 @@ run_test_pool() {
       echo "$rc" >"$logs/$name.rc"
       flock "$logs/.print" cat "$logs/$name.out"
     ) &
-    running=$((running + 1))
+    pids+=("$!")
   done
-  wait
+  wait "${pids[@]}" 2>/dev/null || true
   for name in "${tests[@]}"; do
     if [[ "$(cat "$logs/$name.rc" 2>/dev/null)" != 0 ]]; then
       echo "test pool: tests/$name.rs failed" >&2
