@@ -174,14 +174,12 @@ step "controller suites on the real services (CAPO_CLOUD=real)"
 # capo-sim's control API (fault injection, request traces, simulator state): `--skip` names them
 # (docs/real-openstack.md), and the LB 1→3→1→3 scaling test, whose eight serial Octavia member
 # changes take five minutes on the real services (the 3+2 scenario scales through Octavia too;
-# run it by hand with the command in docs/real-openstack.md). Two tests at a time: Octavia has
-# one worker and Nova shares the two cores, and more load only makes the waits time out. Two
-# test executables at once with one thread each (hack/lib/test-pool.sh), the longest first, so
-# that no slot idles while one executable's last test runs alone.
-source hack/lib/test-pool.sh
-CAPO_CLOUD=real run_test_pool 2 crates/controller \
-  machine_suite server_suite cluster_lifecycle cluster_extensions cluster_faults \
-  cluster_bastion peer_compat machine_template -- \
+# run it by hand with the command in docs/real-openstack.md). Two at a time: Octavia has one
+# worker and Nova shares the two cores, and more load only makes the waits time out.
+CAPO_CLOUD=real cargo test --locked --no-fail-fast -p capo-controller \
+  --test cluster_lifecycle --test cluster_bastion --test cluster_extensions --test cluster_faults \
+  --test machine_suite --test server_suite --test peer_compat --test machine_template \
+  -- --test-threads 2 \
   --skip paused_cluster_makes_no_cloud_call --skip killed_after_every_write --skip lost_replies \
   --skip transient_ --skip economy --skip a_paused_cluster --skip restarted_after_every_write \
   --skip after_move --skip devices:: --skip no_valid_host --skip quota_exceeded_on_create \
@@ -220,6 +218,7 @@ fi
 # on every interface, so it runs in a network namespace with only a loopback
 # (hack/lib/netns.sh), where netns_bridge makes the services' 127.0.0.1 ports answer through unix
 # sockets.
+source hack/lib/test-executables.sh
 declare -A last_exe=()
 while read -r name path; do last_exe[$name]=$path; done < <(
   test_executables capo-controller cloud_provider_openstack ansible_credentials)
