@@ -208,20 +208,11 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         Ok(e) => e,
         Err(e) if identity::is_forbidden(&e) => {
             if let Some((id, secret)) = shareable(scope, s) {
-                let config = cloud_config(s, cloud, id, secret).await?;
-                let written = write_secret(
-                    scope,
-                    &api,
-                    current.as_ref(),
-                    &name,
-                    &config,
-                    s.credentials(),
-                )
-                .await?;
-                if written {
+                let held = Held { id, secret };
+                let shared = held.id.clone();
+                if publish(scope, s, &api, current.as_ref(), &name, cloud, held, true).await? {
                     let note = format!(
-                        "Keystone refused an application credential for the cluster ({e}); Secret {name} carries the identity's own application credential {}, shared with capo and every cluster of that identity (spec.extensions.openStack.shareIdentityCredential: false publishes none)",
-                        config.id
+                        "Keystone refused an application credential for the cluster ({e}); Secret {name} carries the identity's own application credential {shared}, shared with capo and every cluster of that identity (spec.extensions.openStack.shareIdentityCredential: false publishes none)",
                     );
                     scope
                         .event(
@@ -232,14 +223,6 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
                         )
                         .await;
                 }
-                set_recorded(
-                    scope,
-                    Some(AppCredentialStatus {
-                        secret_ref: Some(name),
-                        id: None,
-                        shared: Some(true),
-                    }),
-                );
                 return Ok(());
             }
             // Keystone's message names no secret; the event tells the operator once per
@@ -260,47 +243,57 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
         }
         Err(e) => return Err(e.into()),
     };
-    let config = cloud_config(s, cloud, ensured.credential.id, ensured.credential.secret).await?;
-    write_secret(
+    publish(
         scope,
+        s,
         &api,
         current.as_ref(),
         &name,
-        &config,
-        s.credentials(),
+        cloud,
+        ensured.credential,
+        false,
     )
     .await?;
-    set_recorded(
-        scope,
-        Some(AppCredentialStatus {
-            secret_ref: Some(name),
-            id: Some(config.id),
-            shared: None,
-        }),
-    );
     Ok(())
 }
 
-/// The clouds.yaml entry of credential `id` for the nodes, with the identity's URL, region,
-/// interface and TLS setting.
-async fn cloud_config(
+/// Write credential `held` for the nodes into Secret `name` (the clouds.yaml entry `cloud` with
+/// the identity's URL, region, interface and TLS setting) and record it in status: with its ID
+/// when capo made it, as `shared` (no ID: capo never deletes it) when it is the identity's own.
+/// True when the Secret was (re)written.
+#[allow(clippy::too_many_arguments)]
+async fn publish(
+    scope: &mut Scope<'_>,
     s: &Session,
+    api: &Api<KubeSecret>,
+    current: Option<&KubeSecret>,
+    name: &str,
     cloud: String,
-    id: String,
-    secret: Secret,
-) -> Result<CloudConfig> {
+    held: Held,
+    shared: bool,
+) -> Result<bool> {
     let creds = s.credentials();
-    Ok(CloudConfig {
+    let config = CloudConfig {
         cloud,
         auth_url: creds.auth_url().to_owned(),
-        id,
-        secret,
+        id: held.id,
+        secret: held.secret,
         // The consumer refuses a clouds.yaml without region_name: the catalog's region when
         // the identity names none.
         region: identity::region(s).await?,
         interface: creds.interface().to_owned(),
         insecure: creds.entry.verify == Some(false),
-    })
+    };
+    let written = write_secret(scope, api, current, name, &config, creds).await?;
+    set_recorded(
+        scope,
+        Some(AppCredentialStatus {
+            secret_ref: Some(name.to_owned()),
+            id: (!shared).then_some(config.id),
+            shared: shared.then_some(true),
+        }),
+    );
+    Ok(written)
 }
 
 /// Write the Secret when its bytes differ (the credential is new, or the identity's URL,
