@@ -50,6 +50,7 @@ pub mod ipam;
 pub mod lifecycle;
 pub mod machine;
 pub mod machine_template;
+pub mod memo;
 pub mod metrics;
 pub mod pace;
 pub mod pool;

@@ -48,6 +48,7 @@ use crate::abandon;
 use crate::conditions::{self, Entry, State};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::memo::Key;
 use crate::runtime::{self, ensure_finalizer, has_paused_annotation, is_deleting};
 
 /// Condition type of the v1beta2 contract reporting pause.
@@ -207,8 +208,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
         Owners::Wait(why) => {
             let ns = obj.namespace().unwrap_or_default();
             tracing::debug!(controller = K::CONTROLLER, namespace = %ns, name = %obj.name_any(), "{why}");
-            let key = obj.meta().uid.clone().unwrap_or_default();
-            return Ok(Action::requeue(ctx.pending_delay(&key, "Owners")));
+            return Ok(Action::requeue(ctx.memo.delay(&key_of(&*obj), "Owners")));
         }
     };
     let own_pause = has_paused_annotation(&*obj);
@@ -225,17 +225,17 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
         // that woke this reconcile (the owner's unpause): look again at the progress pace
         // (no API request while it lasts) instead of waiting for an event already had.
         tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused by its owner");
-        return Ok(Action::requeue(
-            scope.ctx.pending_delay(&scope.key(), "Paused"),
-        ));
+        return Ok(Action::requeue(scope.ctx.memo.delay(&scope.key, "Paused")));
     }
     if deleting {
         if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
+            // Going away without anything of ours to delete: its waits end here.
+            scope.forget();
             return Ok(Action::await_change());
         }
         return match Box::pin(K::cleanup(&mut scope, owners)).await {
             Ok(Progress::Done(())) => {
-                scope.ctx.forget_converged(&scope.key());
+                scope.forget();
                 Box::pin(runtime::remove_finalizer(&scope.api, &*obj, K::FINALIZER)).await?;
                 Box::pin(scope.abandon_ignored_when_deleted()).await;
                 Ok(Action::await_change())
@@ -276,10 +276,15 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     }
 }
 
-/// Key of `obj` in the context's memo tables: its ownership ID (stable across `clusterctl
-/// move`) and the controller.
-fn key_of<K: Reconciled>(obj: &K) -> String {
-    format!("{}/{}", runtime::owner_id(obj), K::CONTROLLER)
+/// Key of `obj` in the controller's memo: the controller, its ownership ID (stable across
+/// `clusterctl move`), its namespace and name.
+fn key_of<K: Reconciled>(obj: &K) -> Key {
+    Key::new(
+        K::CONTROLLER,
+        &runtime::owner_id(obj),
+        &obj.namespace().unwrap_or_default(),
+        &obj.name_any(),
+    )
 }
 
 /// One reconcile's view of an object: the object, its status being built, and the status last
@@ -302,6 +307,7 @@ pub struct Scope<'a, K: Reconciled> {
     written: K::Status,
     /// Condition type of the step under way (where a failure is reported besides Ready).
     pub step: &'static str,
+    key: Key,
 }
 
 impl<'a, K: Reconciled> Scope<'a, K> {
@@ -313,7 +319,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         // is written; `written` gets the same, so this alone causes no write.
         conditions::normalize(K::conditions(&mut status));
         let name = obj.name_any();
-        ctx.remember_object(&key_of(obj), &namespace, &name);
+        let key = key_of(obj);
         Self {
             ctx,
             obj,
@@ -324,19 +330,25 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             step: K::first_step(&status),
             written: status.clone(),
             status,
+            key,
         }
     }
 
     /// The action of a converged reconcile: the next look comes with a change, or once the
-    /// sync period has passed ([`Context::resync_later`]).
+    /// sync period has passed ([`crate::memo::Memo::resync_later`]).
     pub fn resync_later(&self) -> Action {
-        self.ctx
-            .resync_later(K::CONTROLLER, &self.namespace, &self.name)
+        self.ctx.memo.resync_later(&self.key)
     }
 
-    /// Key of this object in the context's memo tables (stable across `clusterctl move`).
-    pub fn key(&self) -> String {
-        key_of(self.obj)
+    /// Key of this object in the controller's memo (cheap to clone).
+    pub fn key(&self) -> Key {
+        self.key.clone()
+    }
+
+    /// Forget what the controller remembers about this object (its spec changed in a way that
+    /// starts over, or it is gone): [`Context::forget`].
+    pub fn forget(&self) {
+        self.ctx.forget(&self.key);
     }
 
     /// `Kind ns/name`, for messages.
@@ -368,14 +380,13 @@ impl<'a, K: Reconciled> Scope<'a, K> {
 
     /// Write status if it changed since the last write. A reconcile that started from a
     /// store one event behind this controller's own last write computes that write again: it
-    /// is not sent twice ([`Context::written_recently`]).
+    /// is not sent twice ([`crate::memo::Memo::written_recently`]).
     pub async fn flush(&mut self) -> Result<()> {
         if self.status == self.written {
             return Ok(());
         }
-        let key = self.key();
-        let digest = crate::context::digest(&self.status);
-        if self.ctx.written_recently(&key, digest) {
+        let digest = crate::memo::digest(&self.status);
+        if self.ctx.memo.written_recently(&self.key, digest) {
             self.written = self.status.clone();
             return Ok(());
         }
@@ -391,7 +402,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             tracing::debug!(object = %self.object(), ?changed, "writing status");
         }
         crate::status::apply_status(&self.api, &self.name, &wire).await?;
-        self.ctx.record_write(&key, digest);
+        self.ctx.memo.record_write(&self.key, digest);
         self.written = self.status.clone();
         Ok(())
     }
@@ -455,8 +466,8 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// Set `condition` (and Ready, while never provisioned) to the wait and return when to look
     /// again.
     fn mark_waiting(&mut self, condition: &str, reason: &str, why: String) -> std::time::Duration {
-        let delay = self.ctx.paced(
-            &self.key(),
+        let delay = self.ctx.memo.paced(
+            &self.key,
             &format!("{}/{reason}", K::CONTROLLER),
             &format!("{reason}: {why}"),
         );
@@ -501,7 +512,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     async fn deleting(&mut self, why: String) -> Result<Action> {
         self.set(condition_types::READY, State::info("Deleting", why));
         self.flush().await?;
-        let delay = self.ctx.pending_delay(&self.key(), "Deleting");
+        let delay = self.ctx.memo.delay(&self.key, "Deleting");
         Ok(Action::requeue(delay))
     }
 
@@ -530,7 +541,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         };
         let note = abandon::abandoned_note(&err, &recorded, &passed_on);
         Box::pin(runtime::remove_finalizer(&self.api, self.obj, K::FINALIZER)).await?;
-        self.ctx.forget_converged(&self.key());
+        self.forget();
         tracing::warn!(object = %object, "abandoned: {note}");
         self.event(EventType::Warning, abandon::ABANDONED, "Delete", Some(note))
             .await;

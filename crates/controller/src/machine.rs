@@ -260,9 +260,7 @@ async fn wait(scope: &mut Scope<'_>, reason: &str, message: &str) -> Result<Acti
     scope.set(INSTANCE_READY, State::info(reason, message));
     scope.set(READY, State::info(reason, message));
     scope.flush().await?;
-    Ok(Action::requeue(
-        scope.ctx.pending_delay(&scope.key(), reason),
-    ))
+    Ok(Action::requeue(scope.ctx.memo.delay(&scope.key(), reason)))
 }
 
 /// The name of the owner Machine, if the owner reference is set.

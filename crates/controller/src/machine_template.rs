@@ -223,7 +223,7 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     scope.set(READY, State::True);
     scope.flush().await?;
     // Done waiting on anything: a later wait starts again at the pending pace.
-    scope.ctx.forget_converged(&scope.key());
+    scope.ctx.forget(&scope.key());
     if let Some(note) = note {
         scope
             .event(

@@ -22,7 +22,9 @@
 //! staggered times that cover the gaps between steps, and the first to see the end wakes the
 //! rest.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -62,23 +64,23 @@ struct Wait {
     scale: f64,
 }
 
-/// Current waits per object key and typical lengths per kind.
+/// Current waits per object key (of type `K`) and typical lengths per kind.
 #[derive(Debug)]
-pub struct Pace {
-    waits: Mutex<HashMap<String, Wait>>,
+pub struct Pace<K = String> {
+    waits: Mutex<HashMap<K, Wait>>,
     typical: Mutex<HashMap<String, Duration>>,
-    due: Mutex<Vec<String>>,
+    due: Mutex<Vec<K>>,
     /// A wait that ended sooner makes no peer due (it says nothing about theirs).
     min_peer_wait: Duration,
 }
 
-impl Default for Pace {
+impl<K: Clone + Eq + Hash> Default for Pace<K> {
     fn default() -> Self {
         Self::new(Duration::from_secs(1))
     }
 }
 
-impl Pace {
+impl<K: Clone + Eq + Hash> Pace<K> {
     /// A pace whose ended waits make peers due when they lasted at least `min_peer_wait`.
     pub fn new(min_peer_wait: Duration) -> Self {
         Self {
@@ -91,14 +93,18 @@ impl Pace {
 
     /// The delay before looking again at object `key`, which waits on `text` (a wait of
     /// `kind`). A new `text` ends the object's previous wait, whose length is learnt.
-    pub fn delay(
+    pub fn delay<Q>(
         &self,
-        key: &str,
+        key: &Q,
         kind: &str,
         text: &str,
         first: Duration,
         max: Duration,
-    ) -> Duration {
+    ) -> Duration
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let max = max.max(first);
         let (polls, scale, kind_typical) = {
             let Ok(mut waits) = self.waits.lock() else {
@@ -145,7 +151,11 @@ impl Pace {
     }
 
     /// Object `key` waits on nothing any more (it converged): its wait ended now.
-    pub fn done(&self, key: &str) {
+    pub fn done<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let Ok(mut waits) = self.waits.lock() else {
             return;
         };
@@ -158,7 +168,7 @@ impl Pace {
 
     /// The objects (keys) due for a look now because a peer's wait ended; each is returned
     /// once.
-    pub fn due(&self) -> Vec<String> {
+    pub fn due(&self) -> Vec<K> {
         self.due
             .lock()
             .map(|mut d| std::mem::take(&mut *d))
@@ -166,12 +176,12 @@ impl Pace {
     }
 
     /// Mark the waits of `kind` that lasted at least [`PEER_SHARE`] of `length` as due.
-    fn peers_due(&self, waits: &mut HashMap<String, Wait>, kind: &str, length: Duration) {
+    fn peers_due(&self, waits: &mut HashMap<K, Wait>, kind: &str, length: Duration) {
         if length < self.min_peer_wait {
             return;
         }
         let threshold = length.mul_f64(PEER_SHARE);
-        let peers: Vec<String> = waits
+        let peers: Vec<K> = waits
             .iter_mut()
             .filter(|(_, w)| !w.nudged && w.kind == kind && w.since.elapsed() >= threshold)
             .map(|(k, w)| {
@@ -187,10 +197,19 @@ impl Pace {
     }
 
     /// Object `key` is gone or starts over (spec changed): its wait is dropped, not learnt.
-    pub fn forget(&self, key: &str) {
+    pub fn forget<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         if let Ok(mut w) = self.waits.lock() {
             w.remove(key);
         }
+    }
+
+    /// How many objects wait now (a converged or forgotten object has no entry).
+    pub fn waiting(&self) -> usize {
+        self.waits.lock().map(|w| w.len()).unwrap_or_default()
     }
 
     /// The typical length of waits of `kind`, once one was seen to end.

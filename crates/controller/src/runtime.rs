@@ -256,7 +256,7 @@ where
 
 /// The objects of kind `K` due for a look, for the controller's `reconcile_on`: those whose
 /// peer's wait ended ([`crate::pace`]), and the converged objects of `controller` whose sync
-/// period passed ([`crate::context::Resyncs`]).
+/// period passed ([`crate::memo::Resyncs`]).
 pub fn nudged<K>(
     ctx: &crate::context::Context,
     controller: &'static str,
@@ -265,10 +265,10 @@ where
     K: Resource<DynamicType = ()>,
 {
     use futures::StreamExt;
-    let nudges = ctx.nudges();
-    // Converged objects whose sync period passed ([`crate::context::Resyncs`]), looked for
+    let nudges = ctx.memo.nudges();
+    // Converged objects whose sync period passed ([`crate::memo::Resyncs`]), looked for
     // once per RESYNC_TICK (a fraction of the shortest sync period anyone sets).
-    let resyncs = ctx.resyncs();
+    let resyncs = ctx.memo.resyncs();
     let tick = RESYNC_TICK
         .min(ctx.options.sync_period / 10)
         .max(MIN_RESYNC_TICK);

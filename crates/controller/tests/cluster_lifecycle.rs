@@ -29,6 +29,7 @@ managedSecurityGroups:
 async fn managed_network_with_load_balancer_create_steady_delete() {
     let mut h = Harness::new("lb").await;
     h.start();
+    let memo_at_start = h.memo_sizes();
     h.create_cluster("c1", MANAGED_LB).await;
     let o = h.wait_ready("c1").await;
     let st = o.status.clone().unwrap();
@@ -71,10 +72,15 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
         o.metadata.finalizers.as_deref(),
         Some(&["openstackcluster.infrastructure.cluster.x-k8s.io".to_owned()][..])
     );
+    // Converged: the network layer and the whole cluster are remembered, with the periodic look.
+    let memo = h.memo_sizes();
+    assert_eq!((memo.converged, memo.resyncs), (2, 1), "{memo:?}");
     h.delete_cluster("c1").await;
     h.wait_gone("c1", 60).await;
     let inv = h.inventory().await;
     assert!(inv.is_empty(), "left behind: {inv:?}");
+    // Nothing of the deleted cluster is remembered (the network layer's entry used to stay).
+    assert_eq!(h.memo_sizes(), memo_at_start);
 }
 
 /// A cluster with no load balancer and a non-default API port.

@@ -11,10 +11,11 @@ use super::Scope;
 use super::bastion::reconcile_bastion;
 use super::endpoint::{reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
-use super::steady::{fingerprint, is_steady, network_converged, network_fingerprint};
+use super::steady::{fingerprint, is_steady, network_fingerprint};
 use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::error::Result;
+use crate::memo::Part;
 
 /// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
 /// `cluster`: the owner Cluster (its pod CIDR feeds the Cilium pod network).
@@ -28,14 +29,16 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     if scope.status.ready && !pending && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
         return finish(scope, &s, false, pod_cidr).await;
     }
-    let net_key = format!("{key}#network");
     let net_fp = network_fingerprint(scope.obj, &scope.status)?;
-    if !network_converged(scope.ctx, &net_key, &net_fp) {
+    if scope.ctx.memo.fresh(&key, Part::Network, &net_fp).is_none() {
         reconcile_network(scope, &s).await?;
         reconcile_router(scope, &s).await?;
         reconcile_security_groups(scope, &s).await?;
         let net_fp = network_fingerprint(scope.obj, &scope.status)?;
-        scope.ctx.set_converged(&net_key, net_fp, true);
+        scope
+            .ctx
+            .memo
+            .set_converged(&key, Part::Network, net_fp, true);
     }
     match reconcile_endpoint(scope, &s).await? {
         Progress::Done(()) => {}
@@ -106,9 +109,12 @@ async fn finish(
     super::extensions::reconcile_status(scope, s, pod_cidr).await?;
     let key = scope.key();
     if !bastion.is_done() {
-        return Ok(Action::requeue(scope.ctx.pending_delay(&key, "Bastion")));
+        return Ok(Action::requeue(scope.ctx.memo.delay(&key, "Bastion")));
     }
     let fp = fingerprint(scope.obj, &scope.status, &s.credentials().digest())?;
-    scope.ctx.set_converged(&key, fp, verified);
+    scope
+        .ctx
+        .memo
+        .set_converged(&key, Part::Object, fp, verified);
     Ok(scope.resync_later())
 }

@@ -12,6 +12,7 @@ use capo_openstack::Session;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fingerprint::{Digest, Fingerprint};
+use crate::memo::{Key, Part};
 
 /// Fingerprint of a cluster's spec and status as far as the cloud reconcile is concerned, and
 /// of the credentials its identity Secret holds now (`identity`, [`capo_openstack::Credentials::digest`]):
@@ -66,28 +67,18 @@ pub(super) fn network_fingerprint(
     Ok(h.finish())
 }
 
-/// True when the network layer converged with this fingerprint within the verify period.
-pub(super) fn network_converged(ctx: &Context, key: &str, fp: &Digest) -> bool {
-    ctx.converged(key).is_some_and(|c| {
-        c.fingerprint == *fp && c.verified_at.elapsed() <= ctx.options.verify_period
-    })
-}
-
 /// True when the cluster converged with this fingerprint, was verified recently, and the
 /// probe (at most once per `probe_interval`) found no drift. On drift the memo is dropped (the caller runs a full reconcile).
 pub(super) async fn is_steady(
     ctx: &Context,
-    key: &str,
+    key: &Key,
     fp: &Digest,
     status: &OpenStackClusterStatus,
     s: &Session,
 ) -> Result<bool> {
-    let Some(c) = ctx.converged(key) else {
+    let Some(c) = ctx.memo.fresh(key, Part::Object, fp) else {
         return Ok(false);
     };
-    if c.fingerprint != *fp || c.verified_at.elapsed() > ctx.options.verify_period {
-        return Ok(false);
-    }
     if c.probed_at.elapsed() < ctx.options.probe_interval {
         return Ok(true);
     }
@@ -102,7 +93,7 @@ pub(super) async fn is_steady(
         None => Ok(true),
         Some(drift) => {
             tracing::info!(%drift, "drift found; full reconcile");
-            ctx.forget_converged(key);
+            ctx.forget(key);
             Ok(false)
         }
     }

@@ -24,6 +24,7 @@ use crate::capi::Machine;
 use crate::conditions::{self, Entry, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;
 use crate::error::{Error, Result};
+use crate::memo::Part;
 use crate::runtime::OWNER_ID_ANNOTATION;
 use crate::server_spec::{Derivation, identity, server_spec, v1beta1_status_parts};
 
@@ -50,11 +51,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         .await?;
     let key = scope.key();
     let fp = fingerprint(scope.obj, oss.as_ref(), inp)?;
-    if scope.status.ready == Some(true)
-        && scope.ctx.converged(&key).is_some_and(|c| {
-            c.fingerprint == fp && c.verified_at.elapsed() < scope.ctx.options.verify_period
-        })
-    {
+    if scope.status.ready == Some(true) && scope.ctx.memo.fresh(&key, Part::Object, &fp).is_some() {
         // Nothing this machine depends on changed: no cloud call (its server is probed by
         // the OpenStackServer controller).
         return Ok(scope.resync_later());
@@ -67,16 +64,14 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             );
             scope.set(READY, s);
             scope.flush().await?;
-            return Ok(Action::requeue(
-                scope.ctx.pending_delay(&key, "KeepalivedVIP"),
-            ));
+            return Ok(Action::requeue(scope.ctx.memo.delay(&key, "KeepalivedVIP")));
         }
         create_server(scope, inp, &servers).await?;
         // Nothing to write yet: the server's first state (BUILD, or what stops it) is copied
         // when it reports one. Its status changes wake this machine (owned object); the pace
         // covers a store one event behind that watch (see `crate::informers`).
         return Ok(Action::requeue(
-            scope.ctx.pending_delay(&key, INSTANCE_NOT_READY),
+            scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
         ));
     };
     if oss.metadata.deletion_timestamp.is_some() {
@@ -84,7 +79,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         scope.set(READY, s);
         scope.flush().await?;
         return Ok(Action::requeue(
-            scope.ctx.pending_delay(&key, "PreviousServerDeleting"),
+            scope.ctx.memo.delay(&key, "PreviousServerDeleting"),
         ));
     }
     let st = oss.status.clone().unwrap_or_default();
@@ -124,7 +119,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         // The OpenStackServer's status changes wake this machine up (owned object); the pace
         // covers a store one event behind that watch.
         return Ok(Action::requeue(
-            scope.ctx.pending_delay(&key, INSTANCE_NOT_READY),
+            scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
         ));
     }
     if inp.control_plane || ingress::mode(inp.osc, false) != ingress::Mode::None {
@@ -163,7 +158,10 @@ async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -
     scope.set(READY, State::True);
     scope.flush().await?;
     let fp = fingerprint(scope.obj, Some(&oss), inp)?;
-    scope.ctx.set_converged(&scope.key(), fp, true);
+    scope
+        .ctx
+        .memo
+        .set_converged(&scope.key(), Part::Object, fp, true);
     Ok(scope.resync_later())
 }
 

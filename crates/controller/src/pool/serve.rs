@@ -83,7 +83,7 @@ pub(super) async fn serve(scope: &mut Scope<'_>) -> Result<Action> {
     if !waiting.is_empty() {
         // Resuming a Cluster changes no claim: look again, backing off while it lasts.
         return Ok(Action::requeue(
-            scope.ctx.pending_delay(&scope.key(), "ClaimsPaused"),
+            scope.ctx.memo.delay(&scope.key(), "ClaimsPaused"),
         ));
     }
     Ok(scope.resync_later())

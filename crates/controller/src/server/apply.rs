@@ -28,6 +28,7 @@ use super::steady::{fingerprint, is_steady};
 use crate::conditions::{INSTANCE_NOT_ACTIVE, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;
 use crate::error::{Error, KubeContext, Result};
+use crate::memo::Part;
 use crate::server_spec::{identity, v1alpha1_resolved, v1beta1_resolved, v1beta1_spec};
 
 /// Reconcile an OpenStackServer that is not being deleted (finalizer in place).
@@ -313,7 +314,10 @@ async fn ready(
             .await;
     }
     let fp = fingerprint(scope.obj, &scope.status)?;
-    scope.ctx.set_converged(&scope.key(), fp, true);
+    scope
+        .ctx
+        .memo
+        .set_converged(&scope.key(), Part::Object, fp, true);
     Ok(scope.resync_later())
 }
 
@@ -391,7 +395,7 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
             .waiting(INSTANCE_READY, INSTANCE_NOT_READY, reason)
             .await;
     }
-    scope.ctx.forget_converged(&scope.key());
+    scope.ctx.forget(&scope.key());
     scope.status.instance_state = Some(state);
     scope.set_instance(State::warning(INSTANCE_NOT_ACTIVE, reason));
     scope.flush().await?;
@@ -402,7 +406,7 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
 /// server (ports and volumes stay for the next attempt) and retry on the slow backoff.
 async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Result<Action> {
     let message = format!("server {id} is in ERROR: {fault}");
-    scope.ctx.forget_converged(&scope.key());
+    scope.ctx.forget(&scope.key());
     // Addresses are recorded only once a server was ACTIVE: such a server is a node that
     // broke, not a failed build. It is reported and kept (its Machine decides), never
     // replaced under the same Machine.
@@ -440,7 +444,7 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
 async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
     let id = scope.status.instance_id.clone().unwrap_or_default();
     let message = format!("server {id} was deleted outside capo");
-    scope.ctx.forget_converged(&scope.key());
+    scope.ctx.forget(&scope.key());
     scope.status.ready = false;
     scope.status.instance_state = Some("DELETED".into());
     scope.set_instance(State::error(INSTANCE_DELETED, message.clone()));

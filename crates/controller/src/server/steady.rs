@@ -7,6 +7,7 @@ use capo_openstack::Session;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fingerprint::{Digest, Fingerprint};
+use crate::memo::{Key, Part};
 
 /// Fingerprint of what a converged reconcile depended on: UID, generation, spec, and the status
 /// without conditions.
@@ -24,26 +25,23 @@ pub(super) fn fingerprint(oss: &OpenStackServer, status: &OpenStackServerStatus)
 /// is still ACTIVE. Anything else drops the memo: the caller runs a full reconcile.
 pub(super) async fn is_steady(
     ctx: &Context,
-    key: &str,
+    key: &Key,
     fp: &Digest,
     instance_id: &str,
     s: &Session,
 ) -> Result<bool> {
-    let Some(c) = ctx.converged(key) else {
-        return Ok(false);
-    };
-    if c.fingerprint != *fp || c.verified_at.elapsed() > ctx.options.verify_period {
+    if ctx.memo.fresh(key, Part::Object, fp).is_none() {
         return Ok(false);
     }
     match capo_cloud::instance::get_server(s, instance_id).await? {
         Some(v) if v.status == "ACTIVE" => Ok(true),
         Some(v) => {
             tracing::info!(id = %instance_id, status = %v.status, "server changed state; full reconcile");
-            ctx.forget_converged(key);
+            ctx.forget(key);
             Ok(false)
         }
         None => {
-            ctx.forget_converged(key);
+            ctx.forget(key);
             Ok(false)
         }
     }

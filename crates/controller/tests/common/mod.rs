@@ -132,6 +132,12 @@ impl Harness {
         self.running = Some(Running { ctx, stop, tasks });
     }
 
+    /// The sizes of the running controllers' memo tables.
+    pub fn memo_sizes(&self) -> capo_controller::memo::Sizes {
+        let r = self.running.as_ref().expect("controllers started");
+        r.ctx.memo.sizes()
+    }
+
     /// Also run the identity Secrets' finalizer controller on the running context (after
     /// [`Self::start`] or [`Self::start_all`]; stopped with them).
     pub fn start_identity_finalizer(&mut self) {

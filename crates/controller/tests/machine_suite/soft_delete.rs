@@ -139,7 +139,10 @@ async fn machines_and_bastion_deleted_on_a_soft_deleting_nova_leave_nothing() {
     let started = std::time::Instant::now();
     delete_machine(&h, "c1-md-0").await;
     let seen = watch_server(&h, &worker, wait_machine_gone(&h, "c1-md-0", 60)).await;
-    println!("machine deleted in {:?}; Nova showed {seen:?}", started.elapsed());
+    println!(
+        "machine deleted in {:?}; Nova showed {seen:?}",
+        started.elapsed()
+    );
     let ports_gone = || async {
         let ports = items(&h, "ports").await;
         assert!(
@@ -187,7 +190,10 @@ async fn machines_and_bastion_deleted_on_a_soft_deleting_nova_leave_nothing() {
     let started = std::time::Instant::now();
     h.delete_cluster("c1").await;
     let seen = watch_server(&h, &bastion, h.wait_gone("c1", 120)).await;
-    println!("cluster deleted in {:?}; Nova showed the bastion {seen:?}", started.elapsed());
+    println!(
+        "cluster deleted in {:?}; Nova showed the bastion {seen:?}",
+        started.elapsed()
+    );
     if interval.is_some() {
         assert!(seen.iter().any(|s| s == SOFT_DELETED), "{seen:?}");
         assert!(
