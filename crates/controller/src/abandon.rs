@@ -103,7 +103,7 @@ async fn cluster_of<K: Resource<DynamicType = ()>>(
     obj: &K,
 ) -> Result<Option<Stored<OpenStackCluster>>> {
     let ns = obj.namespace().unwrap_or_default();
-    let clusters = &ctx.informers.openstack_clusters;
+    let clusters = &ctx.shared.informers.openstack_clusters;
     if let Some(r) = obj
         .owner_references()
         .iter()
@@ -115,6 +115,7 @@ async fn cluster_of<K: Resource<DynamicType = ()>>(
         return Ok(None);
     };
     let infra = ctx
+        .shared
         .informers
         .clusters
         .get(&ns, cluster)
@@ -149,6 +150,7 @@ pub async fn pass_on<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) -> R
     };
     let ns = obj.namespace().unwrap_or_default();
     let owned: Vec<String> = ctx
+        .shared
         .informers
         .openstack_servers
         .ready_state()
@@ -158,7 +160,7 @@ pub async fn pass_on<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K) -> R
         .filter(|s| s.owner_references().iter().any(|r| r.uid == uid))
         .map(|s| s.name_any())
         .collect();
-    let api: Api<OpenStackServer> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<OpenStackServer> = Api::namespaced(ctx.shared.client.clone(), &ns);
     let patch = serde_json::json!({"metadata": {"annotations": {ABANDON_ANNOTATION: "true"}}});
     for name in &owned {
         match api

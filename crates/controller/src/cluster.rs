@@ -29,7 +29,8 @@ mod extensions;
 mod network;
 mod steady;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use capo_api::constants::{CLUSTER_FINALIZER, CLUSTER_NAME_LABEL, condition_types};
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus, OpenStackMachine};
@@ -41,7 +42,8 @@ use kube::runtime::reflector::ObjectRef;
 use crate::capi::{CAPI_GROUP, Cluster, MANAGED_BY_ANNOTATION};
 use crate::context::Context;
 use crate::error::Result;
-use crate::lifecycle::{self, Owners, Reconciled};
+use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
+use crate::memo::Key;
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 use crate::stored::Stored;
 use capo_cloud::Owner;
@@ -59,8 +61,9 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let index = ctx.clone();
-    let informers = &ctx.informers;
+    let r = Reconciler::<Stored<OpenStackCluster>>::new(ctx.clone());
+    let index = r.clone();
+    let informers = &ctx.shared.informers;
     let trigger = primary_changes(&ctx, informers.openstack_clusters.subscribe());
     Controller::for_shared_stream(trigger, informers.openstack_clusters.store())
         // Objects whose peers' waits just ended (see `crate::pace`).
@@ -87,20 +90,57 @@ pub async fn run(
             move |m: Arc<Stored<OpenStackMachine>>| {
                 let ns = m.namespace()?;
                 let cluster = m.labels().get(CLUSTER_NAME_LABEL)?;
-                let osc = index.inventory_of(&ns, cluster)?;
+                let osc = index.state.inventory_of(&ns, cluster)?;
                 Some(ObjectRef::new(&osc).within(&ns))
             },
         )
-        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, r)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
 
 /// One reconcile of an OpenStackCluster (public for tests that drive reconciles directly).
-pub async fn reconcile(osc: Arc<Stored<OpenStackCluster>>, ctx: Arc<Context>) -> Result<Action> {
-    lifecycle::reconcile(osc, ctx).await
+pub async fn reconcile(
+    osc: Arc<Stored<OpenStackCluster>>,
+    r: Arc<Reconciler<Stored<OpenStackCluster>>>,
+) -> Result<Action> {
+    lifecycle::reconcile(osc, r).await
+}
+
+/// What the OpenStackCluster controller keeps between reconciles besides its memo: which
+/// OpenStackCluster renders the Ansible inventory of each Cluster, so that machine events,
+/// which carry only the cluster's name, reach it.
+#[derive(Debug, Default)]
+pub struct ClusterState {
+    inventories: Mutex<HashMap<(String, String), String>>,
+}
+
+impl ClusterState {
+    /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc`, which renders
+    /// an Ansible inventory of its machines.
+    fn index_inventory(&self, namespace: &str, cluster: &str, osc: &str) {
+        if let Ok(mut m) = self.inventories.lock() {
+            m.insert((namespace.to_owned(), cluster.to_owned()), osc.to_owned());
+        }
+    }
+
+    /// The OpenStackCluster of Cluster `cluster` in `namespace` that renders an inventory, if a
+    /// reconcile saw it.
+    fn inventory_of(&self, namespace: &str, cluster: &str) -> Option<String> {
+        self.inventories
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&(namespace.to_owned(), cluster.to_owned())).cloned())
+    }
+
+    /// Forget OpenStackCluster `osc` of `namespace` (gone).
+    fn forget(&self, namespace: &str, osc: &str) {
+        if let Ok(mut m) = self.inventories.lock() {
+            m.retain(|(ns, _), o| !(ns == namespace && o == osc));
+        }
+    }
 }
 
 /// One reconcile's view of an OpenStackCluster.
@@ -122,6 +162,14 @@ impl Reconciled for Stored<OpenStackCluster> {
     lifecycle::stored_status!();
     type CloudOwner = Owner;
     type Owners = ClusterOwners;
+    type State = ClusterState;
+
+    fn state(_: &Context) -> ClusterState {
+        ClusterState::default()
+    }
+    fn forget(state: &ClusterState, obj: &Self, _key: &Key) {
+        state.forget(&obj.namespace().unwrap_or_default(), &obj.name_any());
+    }
 
     fn provisioned(status: &Self::Status) -> bool {
         status.ready
@@ -238,7 +286,7 @@ async fn owner_cluster(ctx: &Context, osc: &OpenStackCluster) -> Result<Option<C
         return Ok(None);
     };
     let ns = osc.namespace().unwrap_or_default();
-    ctx.informers.clusters.get(&ns, &name).await
+    ctx.shared.informers.clusters.get(&ns, &name).await
 }
 
 /// Condition types this controller owns, in upstream's names.

@@ -1,13 +1,13 @@
-//! What every reconcile shares: the Kubernetes client, the OpenStack session cache, options,
-//! per-object backoff and the controller's memo ([`crate::memo`]).
+//! What reconciles share: [`Shared`], built once per manager (the Kubernetes client, the
+//! OpenStack session cache, options, metrics, the watched stores, recent identity reads,
+//! events), and each controller's [`Context`] over it (its concurrency, error backoff, memo
+//! ([`crate::memo`]) and caches).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use capo_openstack::SessionCache;
 use capo_openstack::credentials::NilSelectorPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Client;
 
 use crate::backoff::Backoff;
@@ -21,7 +21,7 @@ pub const FIELD_MANAGER: &str = "capo-controller-manager";
 pub struct Options {
     /// First requeue while the cloud works (Octavia PENDING_*, server BUILD, ORC images,
     /// IPAM claims, deletes in progress); grows by half while the same wait continues, up to
-    /// `requeue_pending_max` ([`Context::pending_delay`]).
+    /// `requeue_pending_max` ([`crate::memo::Memo::delay`]).
     pub requeue_pending: Duration,
     /// Longest requeue of a continuing wait.
     pub requeue_pending_max: Duration,
@@ -81,104 +81,77 @@ impl Default for Options {
     }
 }
 
-/// The shared context of the controllers.
-pub struct Context {
+/// What every controller of one manager shares, built once ([`Shared::new`]): the Kubernetes
+/// client, the OpenStack sessions, the options, the reconcile metrics, the watched stores, the
+/// recent identity reads and the event recorder. Each controller's own state is in its
+/// [`Context`].
+pub struct Shared {
     /// Kubernetes client.
     pub client: Client,
     /// OpenStack sessions keyed by credentials.
     pub sessions: Arc<SessionCache>,
-    /// Tunables.
+    /// Tunables (`concurrency` is each controller's default; [`Shared::context`] may set
+    /// another).
     pub options: Options,
-    /// Per-object error backoff.
-    pub backoff: Backoff,
-    /// Image, flavor, server group, network, subnet and security group lookups of the
-    /// OpenStackServer controller, shared across servers of one cloud project.
-    pub lookups: crate::server::LookupCache,
-    /// Flavors and images read by the OpenStackMachineTemplate controller, shared across
-    /// templates of one cloud project.
-    pub template_lookups: crate::machine_template::Lookups,
-    /// Reconcile metrics.
+    /// Reconcile metrics (labelled by controller).
     pub metrics: ReconcileMetrics,
-    /// The watched stores owners and children are read from (one set per manager, shared by
-    /// the controllers' contexts).
-    pub informers: Arc<crate::informers::Informers>,
-    /// Identity Secrets, OpenStackClusterIdentities and namespaces read recently (shared by
-    /// the controllers' contexts like the stores).
-    pub identity_reads: Arc<crate::credentials::IdentityReads>,
-    /// What this controller remembers about its objects between reconciles.
-    pub memo: crate::memo::Memo,
+    /// The watched stores owners and children are read from.
+    pub informers: crate::informers::Informers,
+    /// Identity Secrets, OpenStackClusterIdentities and namespaces read recently.
+    pub identity_reads: crate::credentials::IdentityReads,
     events: crate::events::Events,
-    inventories: Mutex<HashMap<(String, String), String>>,
-    started_at: k8s_openapi::jiff::Timestamp,
-    unseen_creates: Mutex<HashSet<crate::memo::Key>>,
 }
 
-impl std::fmt::Debug for Context {
+impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
+        f.debug_struct("Shared")
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
 
-impl Context {
-    /// A context for the controllers.
-    pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
-        let backoff = Backoff::new(options.backoff_min, options.backoff_max);
-        let ttl = options.lookup_ttl;
-        let informers = Arc::new(crate::informers::Informers::new(
-            &client,
-            options.namespace.as_deref(),
-        ));
-        let memo = crate::memo::Memo::new(crate::memo::Timing {
-            verify_period: options.verify_period,
-            sync_period: options.sync_period,
-            requeue_pending: options.requeue_pending,
-            requeue_pending_max: options.requeue_pending_max,
-        });
-        let identity_reads = Arc::new(crate::credentials::IdentityReads::new(
-            options.identity_read_max_age,
-        ));
+impl Shared {
+    /// What the controllers of one manager share; `metrics` are the ones it exports.
+    pub fn new(
+        client: Client,
+        sessions: Arc<SessionCache>,
+        options: Options,
+        metrics: ReconcileMetrics,
+    ) -> Arc<Self> {
         Arc::new(Self {
-            client: client.clone(),
-            sessions,
-            identity_reads,
-            options,
-            backoff,
-            metrics: ReconcileMetrics::default(),
-            informers,
+            informers: crate::informers::Informers::new(&client, options.namespace.as_deref()),
+            identity_reads: crate::credentials::IdentityReads::new(options.identity_read_max_age),
             events: crate::events::Events::new(
                 client.clone(),
                 FIELD_MANAGER,
                 std::env::var("POD_NAME").ok(),
             ),
-            lookups: crate::server::LookupCache::new(ttl),
-            template_lookups: crate::machine_template::Lookups::new(ttl),
-            memo,
-            inventories: Mutex::new(HashMap::new()),
-            started_at: k8s_openapi::jiff::Timestamp::now(),
-            unseen_creates: Mutex::new(HashSet::new()),
+            client,
+            sessions,
+            options,
+            metrics,
         })
     }
 
-    /// Remember that a create for `key` may have happened without its outcome being seen
-    /// (a create or a later step of the same pass failed: the reply may be lost while the
-    /// cloud still makes the resource).
-    pub fn mark_unseen_create(&self, key: &crate::memo::Key) {
-        if let Ok(mut m) = self.unseen_creates.lock() {
-            m.insert(key.clone());
-        }
+    /// The context of one controller with the default concurrency.
+    pub fn context(self: &Arc<Self>) -> Arc<Context> {
+        self.context_with(self.options.concurrency)
     }
 
-    /// Whether creates for `key`, an object created at `created`, may have had outcomes this
-    /// context never saw: the object is older than this context (an earlier process may have
-    /// been killed while the cloud was still making something), or a pass of this context
-    /// failed while creating ([`Context::mark_unseen_create`]). Taken out of the table: the
-    /// caller looks for strays once. Costs nothing for objects this process made from the
-    /// start without a failure, the bulk of a scale-out.
-    pub fn take_unseen_creates(&self, key: &crate::memo::Key, created: Option<&Time>) -> bool {
-        let marked = self.unseen_creates.lock().is_ok_and(|mut m| m.remove(key));
-        marked || created.is_none_or(|t| t.0 < self.started_at)
+    /// The context of one controller running `concurrency` reconciles at once.
+    pub fn context_with(self: &Arc<Self>, concurrency: u16) -> Arc<Context> {
+        let o = &self.options;
+        Arc::new(Context {
+            shared: self.clone(),
+            concurrency,
+            backoff: Backoff::new(o.backoff_min, o.backoff_max),
+            memo: crate::memo::Memo::new(crate::memo::Timing {
+                verify_period: o.verify_period,
+                sync_period: o.sync_period,
+                requeue_pending: o.requeue_pending,
+                requeue_pending_max: o.requeue_pending_max,
+            }),
+        })
     }
 
     /// The API of `K` the controllers watch: the `--namespace` one, or all namespaces.
@@ -214,31 +187,35 @@ impl Context {
             tracing::debug!(error = %e, "could not publish event");
         }
     }
+}
 
-    /// Forget everything remembered about `key` ([`crate::memo::Memo::forget`], and its
-    /// unseen creates).
-    pub fn forget(&self, key: &crate::memo::Key) {
-        self.memo.forget(key);
-        if let Ok(mut m) = self.unseen_creates.lock() {
-            m.remove(key);
-        }
+/// One controller's context: what all share, and this controller's concurrency, error
+/// backoff and memo. What a kind keeps besides (caches, indexes) is its own
+/// ([`crate::lifecycle::Reconciled::State`]).
+pub struct Context {
+    /// What every controller shares.
+    pub shared: Arc<Shared>,
+    /// Concurrent reconciles of this controller.
+    pub concurrency: u16,
+    /// Per-object error backoff.
+    pub backoff: Backoff,
+    /// What this controller remembers about its objects between reconciles.
+    pub memo: crate::memo::Memo,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("concurrency", &self.concurrency)
+            .field("memo", &self.memo)
+            .finish_non_exhaustive()
     }
+}
 
-    /// Remember that Cluster `cluster` in `namespace` has OpenStackCluster `osc`, which renders
-    /// an Ansible inventory of its machines (so machine events, which carry only the cluster's
-    /// name, reach it).
-    pub fn index_inventory(&self, namespace: &str, cluster: &str, osc: &str) {
-        if let Ok(mut m) = self.inventories.lock() {
-            m.insert((namespace.to_owned(), cluster.to_owned()), osc.to_owned());
-        }
-    }
-
-    /// The OpenStackCluster of Cluster `cluster` in `namespace` that renders an inventory, if a
-    /// reconcile saw it.
-    pub fn inventory_of(&self, namespace: &str, cluster: &str) -> Option<String> {
-        self.inventories
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&(namespace.to_owned(), cluster.to_owned())).cloned())
+impl Context {
+    /// A controller context over a [`Shared`] of its own, with unexported metrics (tests and
+    /// tools that run controllers outside the manager).
+    pub fn new(client: Client, sessions: Arc<SessionCache>, options: Options) -> Arc<Self> {
+        Shared::new(client, sessions, options, ReconcileMetrics::default()).context()
     }
 }

@@ -65,7 +65,8 @@ pub async fn session_for(
     identity_ref: &OpenStackIdentityReference,
 ) -> Result<Session> {
     let creds = credentials_for(ctx, object, namespace, identity_ref).await?;
-    ctx.sessions
+    ctx.shared
+        .sessions
         .session(&creds)
         .map_err(|e| Error::Credentials(format!("{object}: {e}")))
 }
@@ -96,12 +97,13 @@ pub async fn credentials_for(
                 &r,
                 identity.as_ref(),
                 &labels,
-                ctx.options.nil_selector_policy,
+                ctx.shared.options.nil_selector_policy,
             )
             .map_err(|e| Error::Credentials(format!("{object}: {e}")))?
         }
     };
     let data = ctx
+        .shared
         .identity_reads
         .secrets
         .get(&format!("{secret_ns}/{secret_name}"), || {
@@ -147,7 +149,7 @@ async fn read_secret(
     namespace: &str,
     name: &str,
 ) -> Result<Option<BTreeMap<String, Vec<u8>>>> {
-    let secret = Api::<Secret>::namespaced(ctx.client.clone(), namespace)
+    let secret = Api::<Secret>::namespaced(ctx.shared.client.clone(), namespace)
         .get_opt(name)
         .await
         .map_err(|e| Error::kube(format!("get Secret {namespace}/{name}"), e))?;
@@ -161,14 +163,15 @@ async fn read_secret(
 }
 
 async fn get_cluster_identity(ctx: &Context, name: &str) -> Result<Option<ClusterIdentitySpec>> {
-    ctx.identity_reads
+    ctx.shared
+        .identity_reads
         .identities
         .get(name, || read_cluster_identity(ctx, name))
         .await
 }
 
 async fn read_cluster_identity(ctx: &Context, name: &str) -> Result<Option<ClusterIdentitySpec>> {
-    let found = Api::<OpenStackClusterIdentity>::all(ctx.client.clone())
+    let found = Api::<OpenStackClusterIdentity>::all(ctx.shared.client.clone())
         .get_opt(name)
         .await
         .map_err(|e| Error::kube(format!("get OpenStackClusterIdentity {name}"), e))?;
@@ -192,10 +195,11 @@ async fn read_cluster_identity(ctx: &Context, name: &str) -> Result<Option<Clust
 
 async fn namespace_labels(ctx: &Context, namespace: &str) -> Result<BTreeMap<String, String>> {
     let labels = ctx
+        .shared
         .identity_reads
         .namespaces
         .get(namespace, || async {
-            let ns = Api::<Namespace>::all(ctx.client.clone())
+            let ns = Api::<Namespace>::all(ctx.shared.client.clone())
                 .get(namespace)
                 .await
                 .map_err(|e| Error::kube(format!("get Namespace {namespace}"), e))?;

@@ -139,7 +139,7 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    let informers = &ctx.informers;
+    let informers = &ctx.shared.informers;
     let changes = futures::stream::select_all([
         seen(informers.openstack_clusters.subscribe()).boxed(),
         seen(informers.openstack_machines.subscribe()).boxed(),
@@ -168,6 +168,7 @@ pub async fn run(
     });
     let known: Known = Arc::default();
     let period = ctx
+        .shared
         .options
         .sync_period
         .max(std::time::Duration::from_secs(1));
@@ -210,10 +211,12 @@ pub async fn run(
         match out {
             Ok(()) => {
                 ctx.backoff.reset(&key);
-                ctx.metrics.observe(CONTROLLER, secs, None);
+                ctx.shared.metrics.observe(CONTROLLER, secs, None);
             }
             Err(e) => {
-                ctx.metrics.observe(CONTROLLER, secs, Some(e.category()));
+                ctx.shared
+                    .metrics
+                    .observe(CONTROLLER, secs, Some(e.category()));
                 if e.is_conflict() {
                     tracing::debug!(controller = CONTROLLER, ?target, error = %e, "conflict; retrying");
                 } else {
@@ -231,7 +234,7 @@ pub async fn run(
 /// The targets of every object in the stores (those not listed yet are skipped: their first
 /// list triggers them).
 async fn every_target(ctx: &Context) -> HashSet<Target> {
-    let i = &ctx.informers;
+    let i = &ctx.shared.informers;
     let mut out = HashSet::new();
     out.extend(targets(&i.openstack_clusters).await);
     out.extend(targets(&i.openstack_machines).await);
@@ -252,6 +255,7 @@ async fn reconcile(ctx: &Context, known: &Known, target: &Target) -> Result<()> 
         return Ok(());
     };
     if ctx
+        .shared
         .options
         .namespace
         .as_ref()
@@ -261,7 +265,7 @@ async fn reconcile(ctx: &Context, known: &Known, target: &Target) -> Result<()> 
     }
     let users = users_of(ctx, &mut identities, &secret).await?;
     let (ns, name) = (&secret.0, &secret.1);
-    let api = Api::<Secret>::namespaced(ctx.client.clone(), ns);
+    let api = Api::<Secret>::namespaced(ctx.shared.client.clone(), ns);
     let Some(meta) = api
         .get_metadata_opt(name)
         .await
@@ -366,7 +370,7 @@ async fn users_of(
     identities: &mut HashMap<String, Option<SecretKey>>,
     secret: &SecretKey,
 ) -> Result<usize> {
-    let i = &ctx.informers;
+    let i = &ctx.shared.informers;
     let mut n = count(ctx, identities, &i.openstack_clusters, secret).await?;
     n += count(ctx, identities, &i.openstack_machines, secret).await?;
     n += count(ctx, identities, &i.openstack_servers, secret).await?;

@@ -11,7 +11,9 @@
 //! - [`abandon`]: the `capo-abandon` annotation that lets an object whose credentials no longer
 //!   work be deleted without its cloud resources.
 //!
-//! Shared pieces: [`context::Context`] (client, sessions, options, backoff, convergence memo),
+//! Shared pieces: [`context::Shared`] (client, sessions, options, metrics, stores, events; one
+//! per manager) and [`context::Context`] (one per controller: concurrency, backoff, caches),
+//! [`memo`] (what a controller remembers between reconciles, under typed keys),
 //! [`informers`] (the watched stores owners and children are read from),
 //! [`credentials`] (identityRef → session), [`conditions`], [`status`] (server-side apply of
 //! status), [`runtime`] (error policy, instrumentation, watch filter), [`capi`] (the Cluster API
@@ -22,14 +24,15 @@
 //! pause, finalizer before any cloud call, status written on change, failures reported by one
 //! mapping, and the object's own status writes never waking it. Besides:
 //! - A worker never waits on OpenStack: work in progress is a requeue at the progress pace
-//!   ([`context::Context::pending_delay`]: short first, growing, bounded, jittered); failures
+//!   ([`memo::Memo::delay`]: short first, growing, bounded, jittered); failures
 //!   requeue with per-object backoff (the
 //!   cloud's Retry-After wins; capacity problems and spec errors retry slowly, never stop).
 //! - Owners and children are read from the manager's watched stores ([`informers`]), never
 //!   with a GET per reconcile; Secrets are read live.
-//! - Every ID is written to status right after the step that created it; a crash at any point
-//!   is healed by the next reconcile, which finds what exists by recorded ID, then by
-//!   deterministic name + ownership tag (see `capo_cloud`).
+//! - Every ID goes to status with the next write after the step that created it (the cluster
+//!   writes after each step; a server batches its resolution, ports and server ID into one
+//!   write); a crash at any point is healed by the next reconcile, which finds what exists by
+//!   recorded ID, then by deterministic name + ownership tag (see `capo_cloud`).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 

@@ -93,6 +93,14 @@ pub trait Reconciled:
     type CloudOwner: Send + Sync;
     /// What [`Reconciled::owners`] finds.
     type Owners: Send + Sync;
+    /// What the kind's controller keeps for itself between reconciles (caches, indexes), apart
+    /// from the memo every controller has ([`crate::memo`]); `()` for none.
+    type State: Send + Sync + 'static;
+
+    /// The controller's state when it starts.
+    fn state(ctx: &Context) -> Self::State;
+    /// Drop what `state` keeps about `obj` (gone, or starting over; key `key`).
+    fn forget(_state: &Self::State, _obj: &Self, _key: &Key) {}
 
     /// The status, if any was written.
     fn status(&self) -> Option<&Self::Status>;
@@ -186,15 +194,39 @@ macro_rules! stored_status {
 }
 pub(crate) use stored_status;
 
-/// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
-pub async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
-    runtime::instrumented(K::CONTROLLER, &*obj, &ctx, run(obj.clone(), &ctx)).await
+/// The controller of kind `K`: its context and the kind's own state (the context kube-runtime
+/// passes to every reconcile of the kind).
+pub struct Reconciler<K: Reconciled> {
+    /// The controller's context.
+    pub ctx: Arc<Context>,
+    /// The kind's own state.
+    pub state: K::State,
 }
 
-async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
+impl<K: Reconciled> Reconciler<K> {
+    /// The controller of `K` over `ctx`, with the kind's state as it starts.
+    pub fn new(ctx: Arc<Context>) -> Arc<Self> {
+        let state = K::state(&ctx);
+        Arc::new(Self { ctx, state })
+    }
+}
+
+impl<K: Reconciled> AsRef<Context> for Reconciler<K> {
+    fn as_ref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// One reconcile of `obj`, instrumented (metrics, logs, backoff reset on success).
+pub async fn reconcile<K: Reconciled>(obj: Arc<K>, r: Arc<Reconciler<K>>) -> Result<Action> {
+    runtime::instrumented(K::CONTROLLER, &*obj, &r.ctx, run(obj.clone(), &r)).await
+}
+
+async fn run<K: Reconciled>(obj: Arc<K>, r: &Reconciler<K>) -> Result<Action> {
+    let ctx = &*r.ctx;
     // Another manager's object (`--watch-filter`): the shared stores hold every object of the
     // watched namespaces, so a related object's change or a peer's nudge can name it.
-    if !runtime::has_filter_label(&*obj, ctx.options.watch_filter.as_deref()) {
+    if !runtime::has_filter_label(&*obj, ctx.shared.options.watch_filter.as_deref()) {
         return Ok(Action::await_change());
     }
     let deleting = is_deleting(&*obj);
@@ -214,7 +246,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, ctx: &Context) -> Result<Action> {
     let own_pause = has_paused_annotation(&*obj);
     let owner_pause = K::paused(&owners);
     let obj = K::effective(obj, &owners);
-    let mut scope = Scope::new(ctx, &*obj);
+    let mut scope = Scope::new(ctx, &r.state, &*obj);
     Box::pin(scope.record_pause(own_pause || owner_pause)).await?;
     if own_pause {
         tracing::debug!(controller = K::CONTROLLER, name = %obj.name_any(), "paused");
@@ -290,8 +322,10 @@ fn key_of<K: Reconciled>(obj: &K) -> Key {
 /// One reconcile's view of an object: the object, its status being built, and the status last
 /// written (so a step writes only when something changed).
 pub struct Scope<'a, K: Reconciled> {
-    /// The controllers' shared context.
+    /// The controller's context.
     pub ctx: &'a Context,
+    /// The kind's own state ([`Reconciled::State`]).
+    pub state: &'a K::State,
     /// The object as reconciled.
     pub obj: &'a K,
     /// The object's API (its namespace).
@@ -312,7 +346,7 @@ pub struct Scope<'a, K: Reconciled> {
 
 impl<'a, K: Reconciled> Scope<'a, K> {
     /// The scope of one reconcile of `obj`.
-    pub fn new(ctx: &'a Context, obj: &'a K) -> Self {
+    pub fn new(ctx: &'a Context, state: &'a K::State, obj: &'a K) -> Self {
         let namespace = obj.namespace().unwrap_or_default();
         let mut status = obj.status().cloned().unwrap_or_default();
         // Conditions stored by older writers are made valid for this form before anything
@@ -322,8 +356,9 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         let key = key_of(obj);
         Self {
             ctx,
+            state,
             obj,
-            api: Api::namespaced(ctx.client.clone(), &namespace),
+            api: Api::namespaced(ctx.shared.client.clone(), &namespace),
             name,
             namespace,
             owner: obj.cloud_owner(),
@@ -345,10 +380,11 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         self.key.clone()
     }
 
-    /// Forget what the controller remembers about this object (its spec changed in a way that
-    /// starts over, or it is gone): [`Context::forget`].
+    /// Forget what the controller remembers about this object (gone, or starting over): its
+    /// memo entries ([`crate::memo::Memo::forget`]) and what the kind's state keeps about it.
     pub fn forget(&self) {
-        self.ctx.forget(&self.key);
+        self.ctx.memo.forget(&self.key);
+        K::forget(self.state, self.obj, &self.key);
     }
 
     /// `Kind ns/name`, for messages.
@@ -504,7 +540,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         self.flush().await?;
         self.event(EventType::Warning, reason, "Reconcile", Some(why))
             .await;
-        Ok(Action::requeue(self.ctx.options.slow_retry))
+        Ok(Action::requeue(self.ctx.shared.options.slow_retry))
     }
 
     /// Report a deletion in progress on Ready and requeue: soon at first, backing off while it
@@ -602,6 +638,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// Publish an event about this object (failures to publish are logged, never fatal).
     pub async fn event(&self, type_: EventType, reason: &str, action: &str, note: Option<String>) {
         self.ctx
+            .shared
             .publish(self.obj, type_, reason, action, note)
             .await;
     }

@@ -46,7 +46,7 @@ use crate::capi::{CAPI_GROUP, Cluster, Machine};
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
-use crate::lifecycle::{self, Owners, Reconciled};
+use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 use crate::stored::Stored;
 
@@ -58,7 +58,7 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let informers = &ctx.informers;
+    let informers = &ctx.shared.informers;
     let store = informers.openstack_machines.store();
     let trigger = primary_changes(&ctx, informers.openstack_machines.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
@@ -82,9 +82,9 @@ pub async fn run(
             all_changes(informers.openstack_clusters.subscribe()),
             move |osc: Arc<Stored<OpenStackCluster>>| machines_of_cluster(&store, &osc),
         )
-        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, Reconciler::new(ctx))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -108,8 +108,11 @@ fn machines_of_cluster(
 }
 
 /// One reconcile of an OpenStackMachine (public for tests that drive reconciles directly).
-pub async fn reconcile(osm: Arc<Stored<OpenStackMachine>>, ctx: Arc<Context>) -> Result<Action> {
-    lifecycle::reconcile(osm, ctx).await
+pub async fn reconcile(
+    osm: Arc<Stored<OpenStackMachine>>,
+    r: Arc<Reconciler<Stored<OpenStackMachine>>>,
+) -> Result<Action> {
+    lifecycle::reconcile(osm, r).await
 }
 
 /// One reconcile's view of an OpenStackMachine.
@@ -132,6 +135,9 @@ impl Reconciled for Stored<OpenStackMachine> {
     lifecycle::stored_status!();
     type CloudOwner = ();
     type Owners = MachineOwners;
+    type State = ();
+
+    fn state(_: &Context) {}
 
     fn provisioned(status: &Self::Status) -> bool {
         status.ready == Some(true)
@@ -169,7 +175,12 @@ impl Reconciled for Stored<OpenStackMachine> {
             .cloned()
             .or_else(|| machine.as_ref().map(|m| m.spec.cluster_name.clone()))
             .unwrap_or_default();
-        let cluster = ctx.informers.clusters.get(&ns, &cluster_name).await?;
+        let cluster = ctx
+            .shared
+            .informers
+            .clusters
+            .get(&ns, &cluster_name)
+            .await?;
         let osc_name = cluster
             .as_ref()
             .and_then(|c| c.spec.infrastructure_ref.as_ref())
@@ -177,6 +188,7 @@ impl Reconciled for Stored<OpenStackMachine> {
             .map(|r| r.name.clone());
         let osc = match &osc_name {
             Some(n) => ctx
+                .shared
                 .informers
                 .openstack_clusters
                 .get(&ns, n)
@@ -277,5 +289,5 @@ async fn owner_machine(ctx: &Context, osm: &OpenStackMachine) -> Result<Option<M
         return Ok(None);
     };
     let ns = osm.namespace().unwrap_or_default();
-    ctx.informers.machines.get(&ns, &name).await
+    ctx.shared.informers.machines.get(&ns, &name).await
 }

@@ -52,7 +52,7 @@ use crate::capi::{CAPI_GROUP, Cluster};
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
-use crate::lifecycle::{self, Owners, Reconciled};
+use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
 use crate::runtime::{cluster_pause_changes, error_policy, primary_stream, watcher_config};
 use crate::server::LookupCache;
 use crate::stored::Stored;
@@ -65,7 +65,7 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let templates = ctx.watched_api::<Stored<OpenStackMachineTemplate>>();
+    let templates = ctx.shared.watched_api::<Stored<OpenStackMachineTemplate>>();
     let wc = watcher_config(&ctx);
     let (store, trigger) = primary_stream(templates, wc);
     Controller::for_stream(trigger, store.clone())
@@ -74,9 +74,9 @@ pub async fn run(
         .watches_shared_stream(cluster_pause_changes(&ctx), move |c: Arc<Cluster>| {
             templates_of_cluster(&store, &c)
         })
-        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, Reconciler::new(ctx))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -99,9 +99,9 @@ fn templates_of_cluster(
 /// One reconcile of an OpenStackMachineTemplate.
 pub async fn reconcile(
     osmt: Arc<Stored<OpenStackMachineTemplate>>,
-    ctx: Arc<Context>,
+    r: Arc<Reconciler<Stored<OpenStackMachineTemplate>>>,
 ) -> Result<Action> {
-    lifecycle::reconcile(osmt, ctx).await
+    lifecycle::reconcile(osmt, r).await
 }
 
 /// One reconcile's view of an OpenStackMachineTemplate.
@@ -122,6 +122,11 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
     lifecycle::stored_status!();
     type CloudOwner = ();
     type Owners = TemplateOwners;
+    type State = Lookups;
+
+    fn state(ctx: &Context) -> Lookups {
+        Lookups::new(ctx.shared.options.lookup_ttl)
+    }
 
     /// Never: a flavor missing now is the spec's fault whatever was computed before, so it
     /// is reported as InvalidMachineSpec.
@@ -146,7 +151,7 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
                 "no owner Cluster (not yet set, or a ClusterClass template)",
             ));
         };
-        let Some(cluster) = ctx.informers.clusters.get(&ns, name).await? else {
+        let Some(cluster) = ctx.shared.informers.clusters.get(&ns, name).await? else {
             return Ok(Owners::Wait("the owner Cluster is not seen yet"));
         };
         let osc_name = cluster
@@ -156,7 +161,13 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
             .filter(|r| r.kind == "OpenStackCluster")
             .map(|r| r.name.clone())
             .unwrap_or_default();
-        let osc = (ctx.informers.openstack_clusters.get(&ns, &osc_name).await?).map(|o| o.0);
+        let osc = (ctx
+            .shared
+            .informers
+            .openstack_clusters
+            .get(&ns, &osc_name)
+            .await?)
+            .map(|o| o.0);
         Ok(Owners::Found(TemplateOwners { cluster, osc }))
     }
 
@@ -202,9 +213,9 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     let s = scope.session().await?;
     let cache_scope = LookupCache::scope_of(&s).await;
     let spec = &scope.obj.spec.template.spec;
-    let lookups = &scope.ctx.template_lookups;
+    let lookups = scope.state;
     let flavor = lookups.flavor(&s, &cache_scope, spec).await?;
-    let client = &scope.ctx.client;
+    let client = &scope.ctx.shared.client;
     let image = match lookups
         .image(&s, &cache_scope, client, &scope.namespace, spec)
         .await?
@@ -223,7 +234,7 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
     scope.set(READY, State::True);
     scope.flush().await?;
     // Done waiting on anything: a later wait starts again at the pending pace.
-    scope.ctx.forget(&scope.key());
+    scope.forget();
     if let Some(note) = note {
         scope
             .event(

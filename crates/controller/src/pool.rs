@@ -55,7 +55,7 @@ use kube::{Api, ResourceExt};
 use crate::context::Context;
 use crate::error::{KubeContext, Result};
 use crate::ipam;
-use crate::lifecycle::{self, Owners, Reconciled};
+use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
 use crate::runtime::{error_policy, primary_changes};
 use ledger::Address;
 use paused::Paused;
@@ -69,7 +69,7 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     // The shared watch (the identity Secrets' finalizer reads the pools too).
-    let informer = &ctx.informers.openstack_floating_ip_pools;
+    let informer = &ctx.shared.informers.openstack_floating_ip_pools;
     let trigger = primary_changes(&ctx, informer.subscribe());
     let store = informer.store();
     // Claims and addresses wake their pool on every change, deletions included (a claim
@@ -88,9 +88,9 @@ pub async fn run(
         .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
         .watches_stream_with(claims, pool_of, ipam::claim_resource())
         .watches_stream_with(addresses, pool_of, ipam::address_resource())
-        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, Reconciler::new(ctx))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -98,9 +98,9 @@ pub async fn run(
 /// IPAM objects of the watched namespace (or all). `--watch-filter` selects pools, not the
 /// claims made on them.
 fn ipam_api(ctx: &Context, ar: &kube::api::ApiResource) -> Api<DynamicObject> {
-    match &ctx.options.namespace {
-        Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, ar),
-        None => Api::all_with(ctx.client.clone(), ar),
+    match &ctx.shared.options.namespace {
+        Some(ns) => Api::namespaced_with(ctx.shared.client.clone(), ns, ar),
+        None => Api::all_with(ctx.shared.client.clone(), ar),
     }
 }
 
@@ -115,8 +115,11 @@ fn pool_of(obj: DynamicObject) -> Option<ObjectRef<OpenStackFloatingIPPool>> {
     Some(ObjectRef::new(pool).within(&ns))
 }
 
-async fn reconcile(pool: Arc<OpenStackFloatingIPPool>, ctx: Arc<Context>) -> Result<Action> {
-    lifecycle::reconcile(pool, ctx).await
+async fn reconcile(
+    pool: Arc<OpenStackFloatingIPPool>,
+    r: Arc<Reconciler<OpenStackFloatingIPPool>>,
+) -> Result<Action> {
+    lifecycle::reconcile(pool, r).await
 }
 
 /// One reconcile's view of a pool.
@@ -131,6 +134,9 @@ impl Reconciled for OpenStackFloatingIPPool {
     type CloudOwner = PoolOwner;
     /// A pool hangs off nothing.
     type Owners = ();
+    type State = ();
+
+    fn state(_: &Context) {}
 
     /// Provisioned once the network is resolved.
     fn provisioned(status: &Self::Status) -> bool {
@@ -178,7 +184,7 @@ impl Reconciled for OpenStackFloatingIPPool {
 /// namespace hold (a pre-allocated address listed in two pools is handed out once). Read from
 /// the API server, not a cache: what is claimed must be exact.
 async fn pool_addresses(scope: &Scope<'_>) -> Result<(Vec<Address>, Vec<String>)> {
-    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let api = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     let list = api
         .list(&ListParams::default())
         .await
@@ -197,7 +203,7 @@ async fn pool_addresses(scope: &Scope<'_>) -> Result<(Vec<Address>, Vec<String>)
 
 /// The IPAddressClaims naming this pool (live, like the addresses).
 async fn pool_claims(scope: &Scope<'_>) -> Result<Vec<DynamicObject>> {
-    let api = ipam::claims(&scope.ctx.client, &scope.namespace);
+    let api = ipam::claims(&scope.ctx.shared.client, &scope.namespace);
     let list = api
         .list(&ListParams::default())
         .await
@@ -219,7 +225,7 @@ async fn delete_orphans(
     claims: &[DynamicObject],
     paused: &Paused,
 ) -> Result<()> {
-    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let api = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     for a in addresses
         .iter_mut()
         .filter(|a| !a.deleting && !paused.holds(&a.obj))
@@ -267,7 +273,7 @@ async fn release_deleted(
 ) -> Result<Vec<Address>> {
     use capo_api::v1alpha1::ReclaimPolicy;
     use capo_cloud::networking::floating_ip_pool as fips;
-    let api = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let api = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     let spec = &scope.obj.spec;
     let mut standing = Vec::with_capacity(addresses.len());
     for a in addresses {

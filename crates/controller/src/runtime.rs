@@ -21,7 +21,7 @@ pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
 /// Watch configuration honouring `--watch-filter`.
 pub fn watcher_config(ctx: &Context) -> watcher::Config {
     let wc = watcher::Config::default().any_semantic();
-    match &ctx.options.watch_filter {
+    match &ctx.shared.options.watch_filter {
         Some(v) => wc.labels(&format!("{WATCH_FILTER_LABEL}={v}")),
         None => wc,
     }
@@ -29,13 +29,18 @@ pub fn watcher_config(ctx: &Context) -> watcher::Config {
 
 /// Requeue after a failed reconcile: the cloud's Retry-After, else a slow retry for capacity
 /// problems and errors only a spec change can fix, else per-object exponential backoff.
-pub fn error_policy<K: Resource>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy<K: Resource, C: AsRef<Context>>(
+    obj: Arc<K>,
+    err: &Error,
+    ctx: Arc<C>,
+) -> Action {
+    let ctx: &Context = (*ctx).as_ref();
     let key = obj.meta().uid.clone().unwrap_or_default();
     if let Some(after) = err.retry_after() {
         return Action::requeue(after);
     }
     if err.is_slow_retry() || err.is_terminal() {
-        return Action::requeue(ctx.options.slow_retry.max(ctx.backoff.next(&key)));
+        return Action::requeue(ctx.shared.options.slow_retry.max(ctx.backoff.next(&key)));
     }
     Action::requeue(ctx.backoff.next(&key))
 }
@@ -60,13 +65,15 @@ where
         Ok(action) => {
             ctx.backoff
                 .reset(obj.meta().uid.as_deref().unwrap_or_default());
-            ctx.metrics.observe(controller, secs, None);
+            ctx.shared.metrics.observe(controller, secs, None);
             tracing::debug!(controller, namespace = %ns, name = %name, ?action, secs, "reconciled");
         }
         Err(e) => {
-            ctx.metrics.observe(controller, secs, Some(e.category()));
+            ctx.shared
+                .metrics
+                .observe(controller, secs, Some(e.category()));
             if e.is_credentials_problem() {
-                ctx.identity_reads.forget_all();
+                ctx.shared.identity_reads.forget_all();
             }
             if e.is_conflict() {
                 tracing::debug!(controller, namespace = %ns, name = %name, error = %e, "conflict; retrying");
@@ -270,7 +277,7 @@ where
     // once per RESYNC_TICK (a fraction of the shortest sync period anyone sets).
     let resyncs = ctx.memo.resyncs();
     let tick = RESYNC_TICK
-        .min(ctx.options.sync_period / 10)
+        .min(ctx.shared.options.sync_period / 10)
         .max(MIN_RESYNC_TICK);
     let due = futures::stream::unfold(resyncs, move |resyncs| async move {
         tokio::time::sleep(tick).await;
@@ -303,7 +310,7 @@ where
     K: Watched,
 {
     use futures::StreamExt;
-    let filter = ctx.options.watch_filter.clone();
+    let filter = ctx.shared.options.watch_filter.clone();
     let changes = changes
         .filter(move |c| futures::future::ready(has_filter_label(c.get(), filter.as_deref())));
     changed(changes, primary_key::<K>)
@@ -337,7 +344,7 @@ pub fn has_filter_label<K: Resource>(obj: &K, filter: Option<&str>) -> bool {
 pub fn cluster_pause_changes(
     ctx: &Context,
 ) -> impl futures::Stream<Item = Arc<Cluster>> + Send + 'static {
-    changed(ctx.informers.clusters.subscribe(), |c: &Cluster| {
+    changed(ctx.shared.informers.clusters.subscribe(), |c: &Cluster| {
         u64::from(c.is_paused())
     })
 }
@@ -350,7 +357,7 @@ pub fn abandon_changes(
 ) -> impl futures::Stream<Item = Arc<crate::stored::Stored<capo_api::v1beta1::OpenStackCluster>>>
 + Send
 + 'static {
-    changed(ctx.informers.openstack_clusters.subscribe(), |o| {
+    changed(ctx.shared.informers.openstack_clusters.subscribe(), |o| {
         u64::from(crate::abandon::annotated(o))
     })
 }

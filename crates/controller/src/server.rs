@@ -6,12 +6,15 @@
 //!
 //! ## Guarantees
 //! - Nothing is created before `status.resolved` is persisted.
-//! - Every port ID is written to `status.resources` right after its create returns, the
-//!   server ID to `status.instanceID` right after the create returns; resources are adopted
-//!   by recorded ID, else by name + ownership (`capo_cloud::instance`), so a lost reply or a
-//!   crash never duplicates anything.
+//! - The resolution, port IDs (`status.resources`) and the server ID (`status.instanceID`)
+//!   go out with the next status write after their creates (the server's ID, a wait or a
+//!   failure), not one write each. What was created before that write is adopted by recorded
+//!   ID, else by deterministic name + ownership (`capo_cloud::instance`); a port whose create
+//!   outcome this process did not see (a lost reply, a failed pass, a restart) is looked for
+//!   once more when the server is ACTIVE and its duplicates deleted. A lost reply or a crash
+//!   never leaves a duplicate behind.
 //! - Nothing waits in-line: BUILD, volumes `creating` and deletes in progress requeue at the
-//!   progress pace ([`crate::Context::pending_delay`]).
+//!   progress pace ([`crate::memo::Memo::delay`]).
 //! - A server in ERROR (NoValidHost, quota) is reported with Nova's fault in InstanceReady and
 //!   Ready, deleted (ports and volumes are kept for the retry) and retried after
 //!   [`crate::Options::slow_retry`], never frozen.
@@ -36,6 +39,7 @@ mod cleanup;
 mod pool_ip;
 mod resolve;
 mod steady;
+mod unseen;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +60,8 @@ use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
-use crate::lifecycle::{self, Owners, Reconciled};
+use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
+use crate::memo::Key;
 use crate::runtime::{abandon_changes, cluster_pause_changes, error_policy, primary_changes};
 
 /// Controller name in metrics and logs.
@@ -70,9 +75,9 @@ pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let store = ctx.informers.openstack_servers.store();
+    let store = ctx.shared.informers.openstack_servers.store();
     let pause_store = store.clone();
-    let trigger = primary_changes(&ctx, ctx.informers.openstack_servers.subscribe());
+    let trigger = primary_changes(&ctx, ctx.shared.informers.openstack_servers.subscribe());
     Controller::for_shared_stream(trigger, store.clone())
         // Objects whose peers' waits just ended (see `crate::pace`).
         .reconcile_on(crate::runtime::nudged(&ctx, CONTROLLER))
@@ -83,9 +88,9 @@ pub async fn run(
         .watches_shared_stream(abandon_changes(&ctx), move |osc| {
             deleting_servers_of(&store, osc.namespace(), osc.cluster_name())
         })
-        .with_config(ControllerConfig::default().concurrency(ctx.options.concurrency))
+        .with_config(ControllerConfig::default().concurrency(ctx.concurrency))
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile, error_policy, Reconciler::new(ctx))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -123,8 +128,11 @@ fn deleting_servers_of(
         .collect()
 }
 
-async fn reconcile(oss: Arc<OpenStackServer>, ctx: Arc<Context>) -> Result<Action> {
-    lifecycle::reconcile(oss, ctx).await
+async fn reconcile(
+    oss: Arc<OpenStackServer>,
+    r: Arc<Reconciler<OpenStackServer>>,
+) -> Result<Action> {
+    lifecycle::reconcile(oss, r).await
 }
 
 /// One reconcile's view of an OpenStackServer.
@@ -138,6 +146,15 @@ impl Scope<'_> {
     }
 }
 
+/// What the OpenStackServer controller keeps between reconciles besides its memo.
+pub struct ServerState {
+    /// Image, flavor, server group, network, subnet and security group lookups, shared across
+    /// servers of one cloud project.
+    lookups: LookupCache,
+    /// Servers whose creates may have had outcomes not seen.
+    unseen: unseen::UnseenCreates,
+}
+
 impl Reconciled for OpenStackServer {
     const CONTROLLER: &'static str = CONTROLLER;
     const FINALIZER: &'static str = SERVER_FINALIZER;
@@ -146,6 +163,17 @@ impl Reconciled for OpenStackServer {
     type CloudOwner = ServerOwner;
     /// Whether the server's Cluster is paused.
     type Owners = bool;
+    type State = ServerState;
+
+    fn state(ctx: &Context) -> ServerState {
+        ServerState {
+            lookups: LookupCache::new(ctx.shared.options.lookup_ttl),
+            unseen: unseen::UnseenCreates::default(),
+        }
+    }
+    fn forget(state: &ServerState, _obj: &Self, key: &Key) {
+        state.unseen.forget(key);
+    }
 
     fn provisioned(status: &Self::Status) -> bool {
         status.ready
@@ -213,6 +241,6 @@ async fn cluster_paused(ctx: &Context, oss: &OpenStackServer) -> Result<bool> {
         return Ok(false);
     };
     let ns = oss.namespace().unwrap_or_default();
-    let cluster = ctx.informers.clusters.get(&ns, name).await?;
+    let cluster = ctx.shared.informers.clusters.get(&ns, name).await?;
     Ok(cluster.is_some_and(|c| c.is_paused()))
 }

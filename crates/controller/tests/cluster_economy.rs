@@ -66,7 +66,9 @@ async fn create_steady_delete_request_counts() {
     h.sim().control().clear_requests();
     let ctx: Arc<capo_controller::Context> = h.ctx().unwrap();
     let osc = h.clusters().get("c1").await.unwrap();
-    capo_controller::cluster::reconcile(Arc::new(capo_controller::stored::Stored(osc)), ctx)
+    // The running controller's memo; the kind's own state (its inventory index) is new.
+    let r = capo_controller::lifecycle::Reconciler::new(ctx);
+    capo_controller::cluster::reconcile(Arc::new(capo_controller::stored::Stored(osc)), r)
         .await
         .unwrap();
     let steady = h.requests();

@@ -272,7 +272,7 @@ async fn keepalived_cluster_with_machines_vars_inventory_scale_and_delete() {
         capo_controller::Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
     capo_controller::cluster::reconcile(
         std::sync::Arc::new(capo_controller::stored::Stored(osc)),
-        ctx,
+        capo_controller::lifecycle::Reconciler::new(ctx),
     )
     .await
     .unwrap();

@@ -15,7 +15,7 @@ async fn reads_are_served(options: Options) {
         ApiMetrics::unregistered(),
     ));
     let ctx = Context::new(env.client(), sessions, options);
-    let i = &ctx.informers;
+    let i = &ctx.shared.informers;
     for round in 0..2 {
         let t0 = Instant::now();
         assert!(i.clusters.get("default", "none").await.unwrap().is_none());
@@ -76,7 +76,8 @@ async fn concurrent_first_reads_all_return() {
         .map(|i| {
             let ctx = ctx.clone();
             tokio::spawn(async move {
-                ctx.informers
+                ctx.shared
+                    .informers
                     .machines
                     .get("default", &format!("m{i}"))
                     .await

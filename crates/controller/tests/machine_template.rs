@@ -488,6 +488,7 @@ async fn many_templates_sharing_a_flavor_cost_one_lookup_each() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let reconciles = run
         .ctx
+        .shared
         .metrics
         .reconciles(capo_controller::machine_template::CONTROLLER);
     drop(run);

@@ -1,13 +1,9 @@
-//! The one place where controllers are started: each gets a context (its own concurrency and
-//! backoff, shared session cache and metrics) and the shutdown signal.
+//! The one place where controllers are started: each gets a context over the manager's
+//! [`Shared`] (its own concurrency, backoff and memo) and the shutdown signal.
 
 use std::sync::Arc;
 
-use capo_controller::credentials::IdentityReads;
-use capo_controller::informers::Informers;
-use capo_controller::metrics::ReconcileMetrics;
-use capo_controller::{Context, Options};
-use capo_openstack::SessionCache;
+use capo_controller::context::Shared;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -19,23 +15,6 @@ pub const CONTROLLERS: [&str; 5] = [
     capo_controller::pool::CONTROLLER,
     capo_controller::identity_secret::CONTROLLER,
 ];
-
-/// What every controller is built from.
-#[derive(Clone)]
-pub struct Shared {
-    /// Kubernetes client.
-    pub client: kube::Client,
-    /// OpenStack sessions (one cache for all controllers).
-    pub sessions: Arc<SessionCache>,
-    /// Options common to all controllers (concurrency is set per controller).
-    pub options: Options,
-    /// Reconcile metrics, registered once and shared by all controllers.
-    pub metrics: ReconcileMetrics,
-    /// The watched stores, one set for all controllers (each object held once).
-    pub informers: Arc<Informers>,
-    /// Recent identity reads, one set for all controllers.
-    pub identity_reads: Arc<IdentityReads>,
-}
 
 /// Per-controller concurrency (`--openstackcluster-concurrency`, `--openstackmachine-concurrency`).
 #[derive(Debug, Clone, Copy)]
@@ -49,28 +28,6 @@ pub struct Concurrency {
     pub machine_template: Option<u16>,
 }
 
-impl Shared {
-    /// A context with `concurrency` whose metrics are the shared, registered ones.
-    fn context(&self, concurrency: u16) -> Arc<Context> {
-        let options = Options {
-            concurrency,
-            ..self.options.clone()
-        };
-        let ctx = Context::new(self.client.clone(), self.sessions.clone(), options);
-        // A fresh Arc has no other owner, so unwrapping succeeds; if it ever did not, the
-        // context would keep its own (unexported) metrics, which is harmless.
-        match Arc::try_unwrap(ctx) {
-            Ok(mut ctx) => {
-                ctx.metrics = self.metrics.clone();
-                ctx.informers = self.informers.clone();
-                ctx.identity_reads = self.identity_reads.clone();
-                Arc::new(ctx)
-            }
-            Err(ctx) => ctx,
-        }
-    }
-}
-
 async fn until(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
@@ -78,33 +35,33 @@ async fn until(mut stop: watch::Receiver<bool>) {
 /// Start every controller; each task ends after `stop` is set and its in-flight reconciles
 /// finished.
 pub fn spawn_all(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     concurrency: Concurrency,
     stop: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     // Upstream's --openstackmachine-concurrency also applies to OpenStackServers.
     let mut tasks = vec![
         tokio::spawn(capo_controller::cluster::run(
-            shared.context(concurrency.cluster),
+            shared.context_with(concurrency.cluster),
             until(stop.clone()),
         )),
         tokio::spawn(capo_controller::machine::run(
-            shared.context(concurrency.machine),
+            shared.context_with(concurrency.machine),
             until(stop.clone()),
         )),
         tokio::spawn(capo_controller::server::run(
-            shared.context(concurrency.machine),
+            shared.context_with(concurrency.machine),
             until(stop.clone()),
         )),
         // Upstream runs the pool controller at the default concurrency of one.
         tokio::spawn(capo_controller::pool::run(
-            shared.context(1),
+            shared.context_with(1),
             until(stop.clone()),
         )),
         // One reconcile at a time: a Secret's finalizer has one writer, and requests for the
         // same Secret are merged while it waits.
         tokio::spawn(capo_controller::identity_secret::run(
-            shared.context(1),
+            shared.context_with(1),
             until(stop.clone()),
         )),
     ];
@@ -116,7 +73,7 @@ pub fn spawn_all(
     )));
     if let Some(n) = concurrency.machine_template {
         tasks.push(tokio::spawn(capo_controller::machine_template::run(
-            shared.context(n),
+            shared.context_with(n),
             until(stop.clone()),
         )));
     }

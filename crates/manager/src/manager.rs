@@ -17,13 +17,14 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::controllers::{self, Concurrency, Shared};
+use crate::controllers::{self, Concurrency};
 use crate::diagnostics::{self, Readiness};
 use crate::error::{Error, Result};
 use crate::flags::{AUTO_SCALE_FROM_ZERO, Flags};
 use crate::kube_rate::{ClientMetrics, RateLimitLayer};
 use crate::kube_requests::RequestCounter;
 use crate::leader::{self, Elector, LeaderConfig, LeaderState};
+use capo_controller::context::Shared;
 
 /// How long shutdown waits for in-flight reconciles before giving up on them. Reconciles never
 /// wait on OpenStack, so they finish well within this. It also bounds a kube-runtime quirk: a
@@ -72,21 +73,12 @@ pub async fn run_with(
     let servers = start_servers(&flags, &ready, Arc::new(registry), conversions, &stop_rx).await?;
     let mut options = controller_options(&flags);
     tune(&mut options);
-    let informers = Arc::new(capo_controller::informers::Informers::new(
-        &client,
-        options.namespace.as_deref(),
-    ));
-    let identity_reads = Arc::new(capo_controller::credentials::IdentityReads::new(
-        options.identity_read_max_age,
-    ));
-    let shared = Shared {
-        client: client.clone(),
-        sessions: Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
+    let shared = Shared::new(
+        client.clone(),
+        Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
         options,
         metrics,
-        informers,
-        identity_reads,
-    };
+    );
     let gates = flags.feature_gates()?;
     tracing::info!(?gates, namespace = ?flags.namespace, watch_filter = ?flags.watch_filter, "starting");
 
@@ -149,7 +141,7 @@ fn start_election(
 /// Mark ready once the leadership is known, start the controllers when leading, and return
 /// their tasks once the manager must stop (stop flag, or the lease was lost).
 async fn lead(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     concurrency: Concurrency,
     ready: &Readiness,
     mut state_rx: watch::Receiver<LeaderState>,

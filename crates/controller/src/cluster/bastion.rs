@@ -50,10 +50,11 @@ fn spec_hash(b: &Bastion) -> Result<String> {
 /// its state into `status.bastion`.
 pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let api: Api<OpenStackServer> =
-        Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let name = bastion_server_name(&scope.owner.name);
     let existing = scope
         .ctx
+        .shared
         .informers
         .openstack_servers
         .get(&scope.owner.namespace, &name)

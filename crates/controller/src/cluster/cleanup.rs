@@ -29,7 +29,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Prog
     }
     let s = scope.session().await?;
     let servers: Api<OpenStackServer> =
-        Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let name = capo_api::names::bastion_server_name(&scope.owner.name);
     // Read live on the way out: what is deleted next depends on the bastion being gone.
     let bastion = servers
@@ -96,11 +96,11 @@ async fn machines_left(scope: &Scope<'_>, cluster: &str) -> Result<Option<String
     }
     let lp = ListParams::default().labels(&format!("{CLUSTER_NAME_LABEL}={cluster}"));
     let ns = &scope.owner.namespace;
-    let machines = Api::<Machine>::namespaced(scope.ctx.client.clone(), ns)
+    let machines = Api::<Machine>::namespaced(scope.ctx.shared.client.clone(), ns)
         .list_metadata(&lp)
         .await
         .kctx(|| format!("list Machines of cluster {cluster}"))?;
-    let infra = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.client.clone(), ns)
+    let infra = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.shared.client.clone(), ns)
         .list_metadata(&lp)
         .await
         .kctx(|| format!("list OpenStackMachines of cluster {cluster}"))?;

@@ -132,7 +132,7 @@ pub(super) async fn reconcile_status(
     if spec(scope.obj).is_none() {
         return Ok(());
     }
-    scope.ctx.index_inventory(
+    scope.state.index_inventory(
         &scope.owner.namespace,
         &cluster_name(scope.obj),
         &scope.owner.name,
@@ -145,7 +145,7 @@ pub(super) async fn reconcile_status(
 }
 
 /// Delete what the extension created (ingress load balancer and floating IP, VIP ports, pod
-/// network, key pair, Secrets); `NotReady` while Octavia deletes the ingress load balancer.
+/// network, key pair, Secrets); `Progress::Waiting` while Octavia deletes the ingress load balancer.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let progress = vips::cleanup(scope, s).await?;
     if !progress.is_done() {

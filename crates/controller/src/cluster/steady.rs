@@ -79,7 +79,7 @@ pub(super) async fn is_steady(
     let Some(c) = ctx.memo.fresh(key, Part::Object, fp) else {
         return Ok(false);
     };
-    if c.probed_at.elapsed() < ctx.options.probe_interval {
+    if c.probed_at.elapsed() < ctx.shared.options.probe_interval {
         return Ok(true);
     }
     let targets = ProbeTargets {
@@ -93,7 +93,7 @@ pub(super) async fn is_steady(
         None => Ok(true),
         Some(drift) => {
             tracing::info!(%drift, "drift found; full reconcile");
-            ctx.forget(key);
+            ctx.memo.forget(key);
             Ok(false)
         }
     }

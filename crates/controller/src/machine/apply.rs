@@ -42,9 +42,11 @@ pub(super) struct Inputs<'a> {
 /// Reconcile an OpenStackMachine that is not being deleted (finalizer in place, cluster
 /// infrastructure ready, bootstrap data present).
 pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
-    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
+    let servers: Api<OpenStackServer> =
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.namespace);
     let oss = scope
         .ctx
+        .shared
         .informers
         .openstack_servers
         .get(&scope.namespace, &scope.name)

@@ -28,7 +28,8 @@ pub(super) async fn cleanup(
     cluster: &str,
     control_plane: bool,
 ) -> Result<Progress> {
-    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), &scope.namespace);
+    let servers: Api<OpenStackServer> =
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.namespace);
     let cond = ingress::condition(control_plane);
     let removed = conditions::get(&scope.status.conditions, cond)
         .is_some_and(|c| c.reason.as_deref() == Some(INGRESS_REMOVED));
@@ -47,6 +48,7 @@ pub(super) async fn cleanup(
         // wakes this machine), and a delete of a server already gone is not an error.
         scope
             .ctx
+            .shared
             .informers
             .openstack_servers
             .get(&scope.namespace, &scope.name)
@@ -170,11 +172,11 @@ async fn successor_port(scope: &Scope<'_>, cluster: &str) -> Result<Option<Strin
     let lp = ListParams::default().labels(&format!(
         "{CLUSTER_NAME_LABEL}={cluster},{CONTROL_PLANE_LABEL}"
     ));
-    let machines = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.client.clone(), ns)
+    let machines = Api::<Stored<OpenStackMachine>>::namespaced(scope.ctx.shared.client.clone(), ns)
         .list(&lp)
         .await
         .kctx(|| format!("list control-plane OpenStackMachines of {cluster}"))?;
-    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.client.clone(), ns);
+    let servers: Api<OpenStackServer> = Api::namespaced(scope.ctx.shared.client.clone(), ns);
     for m in machines.items {
         let live = m.metadata.deletion_timestamp.is_none()
             && m.status.as_ref().and_then(|s| s.ready) == Some(true);

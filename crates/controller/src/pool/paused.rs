@@ -38,6 +38,7 @@ impl Paused {
         for name in names {
             let cluster = scope
                 .ctx
+                .shared
                 .informers
                 .clusters
                 .get(&scope.namespace, name)

@@ -178,7 +178,7 @@ async fn create_address(
     claim: &DynamicObject,
     address: &str,
 ) -> Result<Option<Address>> {
-    let api: Api<DynamicObject> = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let api: Api<DynamicObject> = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     let name = claim.name_any();
     let mut obj = DynamicObject::new(&name, &ipam::address_resource()).within(&scope.namespace);
     obj.metadata.finalizers = Some(vec![DELETE_FLOATING_IP_FINALIZER.to_owned()]);
@@ -230,7 +230,7 @@ async fn create_address(
 
 /// Point claim `name` at the IPAddress of the same name.
 async fn set_address_ref(scope: &Scope<'_>, name: &str) -> Result<()> {
-    let api = ipam::claims(&scope.ctx.client, &scope.namespace);
+    let api = ipam::claims(&scope.ctx.shared.client, &scope.namespace);
     let patch = json!({"status": {"addressRef": {"name": name}}});
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
         .await

@@ -82,7 +82,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         Some(_) => ServerRequest::default(),
         None => match prepare(scope, &s, &spec, &resolved)
             .await
-            .inspect_err(|_| scope.ctx.mark_unseen_create(&key))?
+            .inspect_err(|_| scope.state.unseen.mark(&key))?
         {
             Progress::Done(req) => req,
             Progress::Waiting(why) | Progress::Stuck(why) => {
@@ -98,7 +98,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         }
         Err(capo_cloud::Error::NotFound { kind: "server", .. }) => deleted(scope).await,
         Err(e) => {
-            scope.ctx.mark_unseen_create(&key);
+            scope.state.unseen.mark(&key);
             Err(e.into())
         }
     }
@@ -111,9 +111,9 @@ async fn resolve(
 ) -> Result<Progress<ResolvedMachineSpec>> {
     let r = Resolver {
         s,
-        cache: &scope.ctx.lookups,
+        cache: &scope.state.lookups,
         scope: LookupCache::scope_of(s).await,
-        client: &scope.ctx.client,
+        client: &scope.ctx.shared.client,
     };
     r.resolve(scope.obj, spec).await
 }
@@ -197,7 +197,7 @@ async fn user_data(scope: &Scope<'_>) -> Result<Progress<Option<UserData>>> {
         return Ok(Progress::Done(None));
     };
     let ns = &scope.namespace;
-    let secret = Api::<Secret>::namespaced(scope.ctx.client.clone(), ns)
+    let secret = Api::<Secret>::namespaced(scope.ctx.shared.client.clone(), ns)
         .get_opt(&name)
         .await
         .kctx(|| format!("get Secret {ns}/{name}"))?;
@@ -289,8 +289,9 @@ async fn ready(
     let first = !scope.status.ready;
     if first
         && scope
-            .ctx
-            .take_unseen_creates(&scope.key(), scope.obj.creation_timestamp().as_ref())
+            .state
+            .unseen
+            .take(&scope.key(), scope.obj.creation_timestamp().as_ref())
     {
         delete_duplicate_ports(scope, s, resolved).await?;
     }
@@ -333,7 +334,7 @@ async fn delete_duplicate_ports(
     for spec in &resolved.ports {
         instance::delete_duplicate_ports(s, &scope.owner, spec)
             .await
-            .inspect_err(|_| scope.ctx.mark_unseen_create(&scope.key()))?;
+            .inspect_err(|_| scope.state.unseen.mark(&scope.key()))?;
     }
     Ok(())
 }
@@ -395,18 +396,18 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
             .waiting(INSTANCE_READY, INSTANCE_NOT_READY, reason)
             .await;
     }
-    scope.ctx.forget(&scope.key());
+    scope.forget();
     scope.status.instance_state = Some(state);
     scope.set_instance(State::warning(INSTANCE_NOT_ACTIVE, reason));
     scope.flush().await?;
-    Ok(Action::requeue(scope.ctx.options.slow_retry))
+    Ok(Action::requeue(scope.ctx.shared.options.slow_retry))
 }
 
 /// The server went to ERROR (NoValidHost, quota, ...): report Nova's fault, delete the failed
 /// server (ports and volumes stay for the next attempt) and retry on the slow backoff.
 async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Result<Action> {
     let message = format!("server {id} is in ERROR: {fault}");
-    scope.ctx.forget(&scope.key());
+    scope.forget();
     // Addresses are recorded only once a server was ACTIVE: such a server is a node that
     // broke, not a failed build. It is reported and kept (its Machine decides), never
     // replaced under the same Machine.
@@ -430,13 +431,13 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
         )
         .await;
     if was_active {
-        return Ok(Action::requeue(scope.ctx.options.slow_retry));
+        return Ok(Action::requeue(scope.ctx.shared.options.slow_retry));
     }
     match instance::delete_server(s, id).await {
         Ok(()) => tracing::info!(%id, "deleted failed server; retrying later"),
         Err(e) => tracing::warn!(%id, error = %e, "could not delete failed server; retrying later"),
     }
-    Ok(Action::requeue(scope.ctx.options.slow_retry))
+    Ok(Action::requeue(scope.ctx.shared.options.slow_retry))
 }
 
 /// The recorded server is gone and nothing with its name exists: deleted outside capo. It is
@@ -444,7 +445,7 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
 async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
     let id = scope.status.instance_id.clone().unwrap_or_default();
     let message = format!("server {id} was deleted outside capo");
-    scope.ctx.forget(&scope.key());
+    scope.forget();
     scope.status.ready = false;
     scope.status.instance_state = Some("DELETED".into());
     scope.set_instance(State::error(INSTANCE_DELETED, message.clone()));

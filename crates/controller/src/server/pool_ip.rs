@@ -22,7 +22,7 @@ use crate::error::{Error, KubeContext, Result};
 use crate::ipam;
 
 fn claims(scope: &Scope<'_>) -> Api<DynamicObject> {
-    ipam::claims(&scope.ctx.client, &scope.namespace)
+    ipam::claims(&scope.ctx.shared.client, &scope.namespace)
 }
 
 /// The pool's floating IP on `port_id`: Done(address) once associated, Waiting while the pool
@@ -54,7 +54,7 @@ pub(super) async fn ensure(
             pool.name
         )));
     };
-    let addresses = ipam::addresses(&scope.ctx.client, &scope.namespace);
+    let addresses = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     let Some(ip) = addresses
         .get_opt(address_name)
         .await

@@ -37,11 +37,11 @@ pub(super) async fn is_steady(
         Some(v) if v.status == "ACTIVE" => Ok(true),
         Some(v) => {
             tracing::info!(id = %instance_id, status = %v.status, "server changed state; full reconcile");
-            ctx.forget(key);
+            ctx.memo.forget(key);
             Ok(false)
         }
         None => {
-            ctx.forget(key);
+            ctx.memo.forget(key);
             Ok(false)
         }
     }

@@ -34,6 +34,7 @@ pub struct Harness {
 }
 
 struct Running {
+    /// The cluster controller's context (the others share its `Shared`).
     ctx: Arc<Context>,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -132,7 +133,7 @@ impl Harness {
         self.running = Some(Running { ctx, stop, tasks });
     }
 
-    /// The sizes of the running controllers' memo tables.
+    /// The sizes of the running cluster controller's memo tables.
     pub fn memo_sizes(&self) -> capo_controller::memo::Sizes {
         let r = self.running.as_ref().expect("controllers started");
         r.ctx.memo.sizes()
@@ -145,7 +146,7 @@ impl Harness {
         let mut stop = r.stop.subscribe();
         r.tasks
             .push(tokio::spawn(capo_controller::identity_secret::run(
-                r.ctx.clone(),
+                r.ctx.shared.context(),
                 async move {
                     let _ = stop.wait_for(|v| *v).await;
                 },
@@ -173,7 +174,7 @@ impl Harness {
         }
     }
 
-    /// The running context.
+    /// The running cluster controller's context.
     pub fn ctx(&self) -> Option<Arc<Context>> {
         self.running.as_ref().map(|r| r.ctx.clone())
     }
@@ -507,7 +508,14 @@ pub fn spawn_controllers(
     tokio::sync::watch::Sender<bool>,
     Vec<tokio::task::JoinHandle<()>>,
 ) {
-    let ctx = Context::new(h.client.clone(), h.sessions.clone(), h.options.clone());
+    // One `Shared` and a context per controller, as the manager builds them.
+    let shared = capo_controller::context::Shared::new(
+        h.client.clone(),
+        h.sessions.clone(),
+        h.options.clone(),
+        Default::default(),
+    );
+    let ctx = shared.context();
     let (tx, rx) = tokio::sync::watch::channel(false);
     let shutdown = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;
@@ -521,11 +529,11 @@ pub fn spawn_controllers(
     }
     if machines {
         tasks.push(tokio::spawn(capo_controller::machine::run(
-            ctx.clone(),
+            shared.context(),
             shutdown(rx.clone()),
         )));
         tasks.push(tokio::spawn(capo_controller::server::run(
-            ctx.clone(),
+            shared.context(),
             shutdown(rx.clone()),
         )));
     }

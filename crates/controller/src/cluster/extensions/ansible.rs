@@ -25,6 +25,7 @@ async fn machines(scope: &Scope<'_>) -> Result<Vec<OpenStackMachine>> {
     let cluster = cluster_name(scope.obj);
     let list = scope
         .ctx
+        .shared
         .informers
         .openstack_machines
         .list_labelled(&scope.owner.namespace, CLUSTER_NAME_LABEL, &cluster)
@@ -73,7 +74,7 @@ async fn write_secret(
     vars: String,
     inventory: String,
 ) -> Result<()> {
-    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let api: Api<Secret> = Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let data = BTreeMap::from([
         (VARS_KEY.to_owned(), ByteString(vars.into_bytes())),
         (INVENTORY_KEY.to_owned(), ByteString(inventory.into_bytes())),

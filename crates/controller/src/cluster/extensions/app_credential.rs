@@ -187,7 +187,8 @@ pub(super) async fn reconcile(scope: &mut Scope<'_>, s: &Session) -> Result<()> 
     }
     let name = app_credential_secret_name(&scope.owner.name);
     let cloud = cloud_name(&scope.owner.namespace, &cluster_name(scope.obj));
-    let api: Api<KubeSecret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let api: Api<KubeSecret> =
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let current = api
         .get_opt(&name)
         .await

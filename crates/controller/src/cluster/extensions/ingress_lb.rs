@@ -36,7 +36,7 @@ fn lb_spec(ingress: &IngressLoadBalancer) -> OpenStackClusterSpec {
     }
 }
 
-/// Ensure the ingress load balancer (and its floating IP); `Progress::NotReady` while Octavia
+/// Ensure the ingress load balancer (and its floating IP); `Progress::Waiting` while Octavia
 /// works. The VIP is recorded in status as soon as the load balancer exists.
 pub(super) async fn reconcile(
     scope: &mut Scope<'_>,
@@ -74,7 +74,7 @@ pub(super) async fn reconcile(
     Ok(Progress::Done(()))
 }
 
-/// Delete the ingress load balancer (cascade); `NotReady` while Octavia deletes it.
+/// Delete the ingress load balancer (cascade); `Progress::Waiting` while Octavia deletes it.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let recorded = super::vips::recorded(scope, true).load_balancer_id;
     let name = ingress_lb_name(&scope.owner.namespace, &scope.owner.name);

@@ -43,7 +43,7 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
     }
     let name = ssh_secret_name(&scope.owner.name);
     let auth_name = ssh_auth_secret_name(&scope.owner.name);
-    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let api: Api<Secret> = Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let ours = api
         .get_opt(&name)
         .await
@@ -234,7 +234,7 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<()> {
 /// Explicit, because the owner reference alone needs the garbage collector, which the
 /// controller must not depend on (and the cluster's machines may outlive it briefly).
 pub(super) async fn delete_secret(scope: &Scope<'_>, name: &str) -> Result<()> {
-    let api: Api<Secret> = Api::namespaced(scope.ctx.client.clone(), &scope.owner.namespace);
+    let api: Api<Secret> = Api::namespaced(scope.ctx.shared.client.clone(), &scope.owner.namespace);
     let Some(existing) = api
         .get_opt(name)
         .await

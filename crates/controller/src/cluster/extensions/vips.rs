@@ -80,7 +80,7 @@ pub(in crate::cluster) async fn ensure_port(
 }
 
 /// Ingress VIP: keepalived mode (port + optional floating IP) or Octavia mode (see
-/// [`super::ingress_lb`]); `Progress::NotReady` while Octavia works.
+/// [`super::ingress_lb`]); `Progress::Waiting` while Octavia works.
 pub(in crate::cluster) async fn reconcile_ingress(
     scope: &mut Scope<'_>,
     s: &Session,
@@ -145,7 +145,7 @@ pub(in crate::cluster) async fn vip_floating_ip(
 }
 
 /// Delete the ingress floating IP and load balancer, then the VIP ports (the API floating IP
-/// is deleted with the cluster's other API floating IPs). `NotReady` while Octavia deletes.
+/// is deleted with the cluster's other API floating IPs). `Progress::Waiting` while Octavia deletes.
 pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     fip::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
     let progress = super::ingress_lb::cleanup(scope, s).await?;
