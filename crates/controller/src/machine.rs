@@ -250,12 +250,7 @@ impl Reconciled for Stored<OpenStackMachine> {
         let (Some(machine), Some(osc)) = (o.machine, o.osc) else {
             return Ok(Action::await_change());
         };
-        let inputs = apply::Inputs {
-            machine: &machine,
-            osc: &osc,
-            cluster: &o.cluster_name,
-            control_plane: o.control_plane,
-        };
+        let inputs = apply::Inputs::new(&machine, &osc, &o.cluster_name, o.control_plane);
         apply::apply(scope, &inputs).await
     }
 

@@ -869,6 +869,58 @@ async fn cilium_pod_network_waits_for_a_usable_pod_cidr() {
     h.delete_cluster_leaving_nothing("p1").await;
 }
 
+/// The owner Cluster's pod CIDR is read by the cluster reconcile besides the OpenStackCluster's
+/// own spec: changed under a converged cluster whose pod network exists, it is seen within one
+/// sync period (not one verify period) and refused, since a running cluster's pods cannot be
+/// renumbered.
+#[tokio::test]
+async fn a_pod_cidr_changed_under_a_converged_cluster_is_seen_within_a_sync_period() {
+    let mut h = Harness::new("podcidr").await;
+    let sync = std::time::Duration::from_secs(2);
+    h.options.sync_period = sync;
+    h.options.verify_period = std::time::Duration::from_secs(3600);
+    h.start();
+    let spec = common::open_spec(
+        "10.4.0.0/24",
+        "extensions:\n  networking:\n    kubeNetworkPlugin: cilium\n",
+    );
+    h.create_cluster("q1", &spec).await;
+    h.wait_cluster("q1", 60, "pod network made and published", |o| {
+        o.status.as_ref().is_some_and(|s| {
+            s.ready
+                && s.extensions
+                    .as_ref()
+                    .and_then(|e| e.networking.as_ref())
+                    .and_then(|n| n.cilium.as_ref())
+                    .is_some_and(|c| c.default_subnet_id.is_some())
+        })
+    })
+    .await;
+    h.apply_capi_cluster(
+        "q1",
+        "  clusterNetwork:\n    pods:\n      cidrBlocks: [10.245.0.0/16]\n",
+    )
+    .await;
+    h.wait_cluster(
+        "q1",
+        2 * sync.as_secs(),
+        "the changed pod CIDR refused",
+        |o| {
+            o.status.as_ref().is_some_and(|s| {
+                capo_controller::conditions::get(&s.conditions, "ExtensionsReady").is_some_and(
+                    |c| {
+                        c.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains("pod CIDR cannot change"))
+                    },
+                )
+            })
+        },
+    )
+    .await;
+    h.delete_cluster_leaving_nothing("q1").await;
+}
+
 /// `ntp_server` without an override: the bastion, which then serves time to the cluster network
 /// (chrony in its user data, UDP 123 from the nodes' groups on its group); without a bastion the
 /// documented default.

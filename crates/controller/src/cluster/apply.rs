@@ -11,7 +11,7 @@ use super::Scope;
 use super::bastion::reconcile_bastion;
 use super::endpoint::{reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
-use super::steady::{fingerprint, is_steady, network_fingerprint};
+use super::steady::{Inputs, is_steady};
 use crate::capi::Cluster;
 use crate::conditions::State;
 use crate::error::Result;
@@ -20,21 +20,24 @@ use crate::memo::Part;
 /// Reconcile an OpenStackCluster that is not being deleted (finalizer already in place).
 /// `cluster`: the owner Cluster (its pod CIDR feeds the Cilium pod network).
 pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> Result<Action> {
-    let pod_cidr = cluster.and_then(Cluster::pod_cidr);
     let s = scope.session().await?;
+    let inp = Inputs {
+        credentials: s.credentials().digest(),
+        pod_cidr: cluster.and_then(Cluster::pod_cidr),
+    };
     let key = scope.key();
-    let fp = fingerprint(scope.obj, &scope.status, &s.credentials().digest())?;
+    let fp = inp.fingerprint(scope.obj, &scope.status)?;
     // A Cilium pod network still to make (say the Cluster's pod CIDR came late) is not steady.
     let pending = super::extensions::pod_network::pending(scope);
     if scope.status.ready && !pending && is_steady(scope.ctx, &key, &fp, &scope.status, &s).await? {
-        return finish(scope, &s, false, pod_cidr).await;
+        return finish(scope, &s, false, &inp).await;
     }
-    let net_fp = network_fingerprint(scope.obj, &scope.status)?;
+    let net_fp = inp.network_fingerprint(scope.obj, &scope.status)?;
     if scope.ctx.memo.fresh(&key, Part::Network, &net_fp).is_none() {
         reconcile_network(scope, &s).await?;
         reconcile_router(scope, &s).await?;
         reconcile_security_groups(scope, &s).await?;
-        let net_fp = network_fingerprint(scope.obj, &scope.status)?;
+        let net_fp = inp.network_fingerprint(scope.obj, &scope.status)?;
         scope
             .ctx
             .memo
@@ -55,7 +58,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     }
     reconcile_failure_domains(scope, &s).await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    match super::extensions::reconcile_cloud(scope, &s, pod_cidr).await? {
+    match super::extensions::reconcile_cloud(scope, &s, inp.pod_cidr).await? {
         Progress::Done(()) => {}
         Progress::Waiting(why) => {
             return scope
@@ -91,7 +94,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     });
     scope.set(READY, State::True);
     scope.flush().await?;
-    finish(scope, &s, true, pod_cidr).await
+    finish(scope, &s, true, &inp).await
 }
 
 /// Bastion (after Ready, as upstream: a cluster does not wait for its bastion), then record
@@ -100,18 +103,18 @@ async fn finish(
     scope: &mut Scope<'_>,
     s: &Session,
     verified: bool,
-    pod_cidr: Option<&str>,
+    inp: &Inputs<'_>,
 ) -> Result<Action> {
     scope.step = super::bastion::BASTION_READY;
     let bastion = reconcile_bastion(scope, s).await?;
     scope.flush().await?;
     scope.step = super::extensions::EXTENSIONS_READY;
-    super::extensions::reconcile_status(scope, s, pod_cidr).await?;
+    super::extensions::reconcile_status(scope, s, inp.pod_cidr).await?;
     let key = scope.key();
     if !bastion.is_done() {
         return Ok(Action::requeue(scope.ctx.memo.delay(&key, "Bastion")));
     }
-    let fp = fingerprint(scope.obj, &scope.status, &s.credentials().digest())?;
+    let fp = inp.fingerprint(scope.obj, &scope.status)?;
     scope
         .ctx
         .memo

@@ -19,7 +19,6 @@ use kube::{Api, Resource, ResourceExt};
 
 use super::Scope;
 use super::ingress;
-use super::steady::fingerprint;
 use crate::capi::Machine;
 use crate::conditions::{self, Entry, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;
@@ -31,12 +30,35 @@ use crate::server_spec::{Derivation, identity, server_spec, v1beta1_status_parts
 /// The machine's state from its OpenStackServer's creation until the server reports one.
 const SERVER_REQUESTED: &str = "server requested";
 
-/// What the machine reconcile reads besides the OpenStackMachine.
+/// What the machine reconcile reads besides the OpenStackMachine and its OpenStackServer: the
+/// one value both [`apply`] and the fingerprint ([`Inputs::fingerprint`]) read, so a field
+/// added here does not compile until the fingerprint hashes it.
 pub(super) struct Inputs<'a> {
     pub machine: &'a Machine,
     pub osc: &'a OpenStackCluster,
     pub cluster: &'a str,
     pub control_plane: bool,
+    /// How traffic reaches the machine ([`ingress::mode`] of `osc` and `control_plane`),
+    /// computed once per reconcile.
+    pub ingress: ingress::Mode,
+}
+
+impl<'a> Inputs<'a> {
+    /// The inputs of one reconcile.
+    pub(super) fn new(
+        machine: &'a Machine,
+        osc: &'a OpenStackCluster,
+        cluster: &'a str,
+        control_plane: bool,
+    ) -> Self {
+        Self {
+            machine,
+            osc,
+            cluster,
+            control_plane,
+            ingress: ingress::mode(osc, control_plane),
+        }
+    }
 }
 
 /// Reconcile an OpenStackMachine that is not being deleted (finalizer in place, cluster
@@ -52,7 +74,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         .get(&scope.namespace, &scope.name)
         .await?;
     let key = scope.key();
-    let fp = fingerprint(scope.obj, oss.as_ref(), inp)?;
+    let fp = inp.fingerprint(scope.obj, oss.as_ref())?;
     if scope.status.ready == Some(true) && scope.ctx.memo.fresh(&key, Part::Object, &fp).is_some() {
         // Nothing this machine depends on changed: no cloud call (its server is probed by
         // the OpenStackServer controller).
@@ -124,7 +146,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
         ));
     }
-    if inp.control_plane || ingress::mode(inp.osc, false) != ingress::Mode::None {
+    if inp.control_plane || inp.ingress != ingress::Mode::None {
         scope.step = ingress::condition(inp.control_plane);
         if let Some(action) = reconcile_ingress(scope, inp, &oss, &st).await? {
             return Ok(action);
@@ -159,7 +181,7 @@ async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -
     });
     scope.set(READY, State::True);
     scope.flush().await?;
-    let fp = fingerprint(scope.obj, Some(&oss), inp)?;
+    let fp = inp.fingerprint(scope.obj, Some(&oss))?;
     scope
         .ctx
         .memo
@@ -244,9 +266,9 @@ async fn reconcile_ingress(
     oss: &OpenStackServer,
     st: &OpenStackServerStatus,
 ) -> Result<Option<Action>> {
-    let mode = ingress::mode(inp.osc, inp.control_plane);
+    let mode = &inp.ingress;
     let cond = ingress::condition(inp.control_plane);
-    if mode == ingress::Mode::None {
+    if *mode == ingress::Mode::None {
         scope.set(cond, State::True);
         return Ok(None);
     }
@@ -267,7 +289,7 @@ async fn reconcile_ingress(
         &identity(&oss.spec),
     )
     .await?;
-    match ingress::ensure(&s, &mode, &scope.name, &port_id).await? {
+    match ingress::ensure(&s, mode, &scope.name, &port_id).await? {
         Progress::Done(()) => {
             scope.set(cond, State::True);
             Ok(None)

@@ -14,8 +14,9 @@ use capo_openstack::Session;
 
 use crate::error::Result;
 
-/// How the cluster routes API traffic to control-plane machines.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How the cluster routes API traffic to control-plane machines (serialized into the machine's
+/// fingerprint, see [`super::steady`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub(super) enum Mode {
     /// Octavia load balancer `lb_id` with these listener ports.
     LoadBalancer { lb_id: String, ports: Vec<i32> },

@@ -11,6 +11,7 @@ mod abandon;
 mod bad_input;
 mod economy;
 mod faults;
+mod inputs;
 mod lifecycle;
 mod primary_subnet;
 mod scale;
