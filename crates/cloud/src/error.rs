@@ -41,6 +41,14 @@ pub enum Error {
         /// The selector, rendered for humans.
         selector: String,
     },
+    /// The server an object recorded is gone and nothing with its name exists: deleted
+    /// outside capo. Never re-created under the same object (its owner reports it so a
+    /// MachineHealthCheck can remediate).
+    #[error("server {id} was deleted outside capo")]
+    ServerDeleted {
+        /// The recorded server ID.
+        id: String,
+    },
     /// A selector or a name matched more than one resource.
     #[error("{kind} selector {selector} matched {count} resources, expected one")]
     Ambiguous {
@@ -141,6 +149,7 @@ impl Error {
             Error::OpenStack { source, .. } => source.kind().map_or("openstack", |k| k.as_str()),
             Error::ForeignResource { .. } => "foreign_resource",
             Error::NotFound { .. } => "not_found",
+            Error::ServerDeleted { .. } => "server_deleted",
             Error::Ambiguous { .. } => "ambiguous",
             Error::InvalidSpec(_) => "invalid_spec",
             Error::InstanceFailed { .. } => "instance_failed",

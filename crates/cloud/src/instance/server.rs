@@ -46,8 +46,8 @@ pub struct ServerRequest {
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
 /// twice. A recorded server that no longer exists or is gone ([`is_gone`]: `SOFT_DELETED`
-/// too), and none by name either, was deleted out of band: [`Error::NotFound`] with kind
-/// `server`, never a silent re-create (the caller reports InstanceDeleted so a
+/// too), and none by name either, was deleted out of band: [`Error::ServerDeleted`], never a
+/// silent re-create (the caller reports InstanceDeleted so a
 /// MachineHealthCheck can remediate).
 pub async fn ensure_server(
     s: &Session,
@@ -57,11 +57,8 @@ pub async fn ensure_server(
 ) -> Result<(Server, Progress)> {
     let server = match find_server(s, owner, recorded).await? {
         Some(found) => found,
-        None if recorded.is_some_and(|r| !r.is_empty()) => {
-            return Err(Error::NotFound {
-                kind: "server",
-                selector: format!("id {} (deleted outside capo)", recorded.unwrap_or_default()),
-            });
+        None if let Some(id) = recorded.filter(|r| !r.is_empty()) => {
+            return Err(Error::ServerDeleted { id: id.to_owned() });
         }
         None => {
             let spec = create_spec(owner, req);

@@ -62,10 +62,9 @@ impl<'a> Inputs<'a> {
 }
 
 /// Reconcile an OpenStackMachine that is not being deleted (finalizer in place, cluster
-/// infrastructure ready, bootstrap data present).
+/// infrastructure ready, bootstrap data present), as a sequence of steps: each either lets the
+/// next one run or ends the reconcile with the action it returns.
 pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
-    let servers: Api<OpenStackServer> =
-        Api::namespaced(scope.ctx.shared.client.clone(), &scope.namespace);
     let oss = scope
         .ctx
         .shared
@@ -73,78 +72,23 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
         .openstack_servers
         .get(&scope.namespace, &scope.name)
         .await?;
-    let key = scope.key();
-    let fp = inp.fingerprint(scope.obj, oss.as_ref())?;
-    if scope.status.ready == Some(true) && scope.ctx.memo.fresh(&key, Part::Object, &fp).is_some() {
-        // Nothing this machine depends on changed: no cloud call (its server is probed by
-        // the OpenStackServer controller).
-        return Ok(scope.resync_later());
+    if let Some(action) = unchanged(scope, inp, oss.as_ref())? {
+        return Ok(action);
     }
     let Some(oss) = oss else {
-        if super::extensions::vip_pending(inp.osc, scope.obj, inp.control_plane) {
-            let s = State::info(
-                INSTANCE_NOT_READY,
-                "waiting for the cluster's keepalived VIP",
-            );
-            scope.set(READY, s);
-            scope.flush().await?;
-            return Ok(Action::requeue(scope.ctx.memo.delay(&key, "KeepalivedVIP")));
-        }
-        create_server(scope, inp, &servers).await?;
-        // Nothing to write yet: the server's first state (BUILD, or what stops it) is copied
-        // when it reports one. Its status changes wake this machine (owned object); the pace
-        // covers a store one event behind that watch (see `crate::informers`).
-        return Ok(Action::requeue(
-            scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
-        ));
+        return create(scope, inp).await;
     };
-    if oss.metadata.deletion_timestamp.is_some() {
-        let s = State::info(INSTANCE_NOT_READY, "the previous server is being deleted");
-        scope.set(READY, s);
-        scope.flush().await?;
-        return Ok(Action::requeue(
-            scope.ctx.memo.delay(&key, "PreviousServerDeleting"),
-        ));
+    if let Some(action) = previous_server_deleting(scope, &oss).await? {
+        return Ok(action);
     }
     let st = oss.status.clone().unwrap_or_default();
     copy_server_status(scope, &st)?;
     set_provider_id(scope, &oss, &st).await?;
-    if let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
-        && c.reason() == Some(INSTANCE_DELETED)
-    {
-        // A machine whose server vanished is not ready and stays so, so a MachineHealthCheck
-        // (or the operator) replaces it. The reason is the condition's: v1beta2, the stored
-        // version, has no failureReason/failureMessage (they are dropped on conversion).
-        let message = c.message().unwrap_or_default().to_owned();
-        scope.status.ready = Some(false);
-        scope.set(READY, State::error(INSTANCE_DELETED, message));
-        scope.flush().await?;
-        return Ok(scope.resync_later());
+    if let Some(action) = server_deleted(scope, &st).await? {
+        return Ok(action);
     }
-    if !st.ready {
-        let was_ready = scope.status.ready == Some(true);
-        scope.status.ready = Some(false);
-        let state = match instance_state(&st) {
-            // The instance is up but the server waits on something else (a pool address):
-            // the machine is not ready, whatever InstanceReady says.
-            Some(State::True) => pending_server_state(&st),
-            Some(s) => s,
-            None => State::info(INSTANCE_NOT_READY, SERVER_REQUESTED),
-        };
-        // Written when the server stops (ERROR, a refused request) or a ready machine loses
-        // its server's readiness; a server on its way (BUILD) is not mirrored, as upstream's
-        // machine status is first written at Ready: the OpenStackServer shows the progress, and
-        // what it recorded meanwhile (ports, its ID) goes out with the next write.
-        let write = was_ready || !state.is_progress();
-        scope.set(READY, state);
-        if write {
-            scope.flush_progress().await?;
-        }
-        // The OpenStackServer's status changes wake this machine up (owned object); the pace
-        // covers a store one event behind that watch.
-        return Ok(Action::requeue(
-            scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
-        ));
+    if let Some(action) = server_not_ready(scope, &st).await? {
+        return Ok(action);
     }
     if inp.control_plane || inp.ingress != ingress::Mode::None {
         scope.step = ingress::condition(inp.control_plane);
@@ -152,19 +96,137 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
             return Ok(action);
         }
     }
-    if inp.osc.spec.extensions.is_some() {
-        let s = session_for(
-            scope.ctx,
-            &scope.object(),
-            &scope.namespace,
-            &identity(&oss.spec),
-        )
-        .await?;
-        super::extensions::reconcile_node_resources(scope, inp.osc, &s, &oss).await?;
-    }
+    node_resources(scope, inp, &oss).await?;
     finish(scope, inp, oss).await
 }
 
+/// A ready machine nothing it depends on changed for: no cloud call, no write (its server is
+/// probed by the OpenStackServer controller).
+fn unchanged(
+    scope: &Scope<'_>,
+    inp: &Inputs<'_>,
+    oss: Option<&OpenStackServer>,
+) -> Result<Option<Action>> {
+    let fp = inp.fingerprint(scope.obj, oss)?;
+    let fresh = scope.status.ready == Some(true)
+        && scope
+            .ctx
+            .memo
+            .fresh(&scope.key(), Part::Object, &fp)
+            .is_some();
+    Ok(fresh.then(|| scope.resync_later()))
+}
+
+/// No OpenStackServer yet: make it, unless a keepalived control plane still waits for its
+/// VIP (written: the machine's only progress before its server exists).
+async fn create(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Action> {
+    let key = scope.key();
+    if super::extensions::vip_pending(inp.osc, scope.obj, inp.control_plane) {
+        let s = State::info(
+            INSTANCE_NOT_READY,
+            "waiting for the cluster's keepalived VIP",
+        );
+        scope.set(READY, s);
+        scope.flush().await?;
+        return Ok(Action::requeue(scope.ctx.memo.delay(&key, "KeepalivedVIP")));
+    }
+    let servers: Api<OpenStackServer> =
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.namespace);
+    create_server(scope, inp, &servers).await?;
+    // Nothing to write yet: the server's first state (BUILD, or what stops it) is copied when
+    // it reports one. Its status changes wake this machine (owned object); the pace covers a
+    // store one event behind that watch (see `crate::informers`).
+    Ok(Action::requeue(
+        scope.ctx.memo.delay(&key, INSTANCE_NOT_READY),
+    ))
+}
+
+/// The OpenStackServer of an earlier incarnation is still being deleted: wait (written).
+async fn previous_server_deleting(
+    scope: &mut Scope<'_>,
+    oss: &OpenStackServer,
+) -> Result<Option<Action>> {
+    if oss.metadata.deletion_timestamp.is_none() {
+        return Ok(None);
+    }
+    let s = State::info(INSTANCE_NOT_READY, "the previous server is being deleted");
+    scope.set(READY, s);
+    scope.flush().await?;
+    let delay = scope.ctx.memo.delay(&scope.key(), "PreviousServerDeleting");
+    Ok(Some(Action::requeue(delay)))
+}
+
+/// The server vanished (deleted outside capo): the machine is not ready and stays so, so a
+/// MachineHealthCheck (or the operator) replaces it (written). The reason is the condition's:
+/// v1beta2, the stored version, has no failureReason/failureMessage (dropped on conversion).
+async fn server_deleted(
+    scope: &mut Scope<'_>,
+    st: &OpenStackServerStatus,
+) -> Result<Option<Action>> {
+    let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
+        .filter(|c| c.reason() == Some(INSTANCE_DELETED))
+    else {
+        return Ok(None);
+    };
+    let message = c.message().unwrap_or_default().to_owned();
+    scope.status.ready = Some(false);
+    scope.set(READY, State::error(INSTANCE_DELETED, message));
+    scope.flush().await?;
+    Ok(Some(scope.resync_later()))
+}
+
+/// The server is not ready: mirror why. Written when the server stops (ERROR, a refused
+/// request) or a ready machine loses its server's readiness; a server on its way (BUILD) is
+/// not mirrored, as upstream's machine status is first written at Ready: the OpenStackServer
+/// shows the progress, and what it recorded meanwhile (ports, its ID) goes out with the next
+/// write.
+async fn server_not_ready(
+    scope: &mut Scope<'_>,
+    st: &OpenStackServerStatus,
+) -> Result<Option<Action>> {
+    if st.ready {
+        return Ok(None);
+    }
+    let was_ready = scope.status.ready == Some(true);
+    scope.status.ready = Some(false);
+    let state = match instance_state(st) {
+        // The instance is up but the server waits on something else (a pool address): the
+        // machine is not ready, whatever InstanceReady says.
+        Some(State::True) => pending_server_state(st),
+        Some(s) => s,
+        None => State::info(INSTANCE_NOT_READY, SERVER_REQUESTED),
+    };
+    let write = was_ready || !state.is_progress();
+    scope.set(READY, state);
+    if write {
+        scope.flush_progress().await?;
+    }
+    // The OpenStackServer's status changes wake this machine up (owned object); the pace
+    // covers a store one event behind that watch.
+    let delay = scope.ctx.memo.delay(&scope.key(), INSTANCE_NOT_READY);
+    Ok(Some(Action::requeue(delay)))
+}
+
+/// The node resources the cluster's extensions reserve (none without extensions).
+async fn node_resources(
+    scope: &mut Scope<'_>,
+    inp: &Inputs<'_>,
+    oss: &OpenStackServer,
+) -> Result<()> {
+    if inp.osc.spec.extensions.is_none() {
+        return Ok(());
+    }
+    let s = session_for(
+        scope.ctx,
+        &scope.object(),
+        &scope.namespace,
+        &identity(&oss.spec),
+    )
+    .await?;
+    super::extensions::reconcile_node_resources(scope, inp.osc, &s, oss).await
+}
+
+/// The machine is ready: announce it the first time, write, and remember it converged.
 async fn finish(scope: &mut Scope<'_>, inp: &Inputs<'_>, oss: OpenStackServer) -> Result<Action> {
     if scope.status.ready != Some(true) {
         let note = format!(

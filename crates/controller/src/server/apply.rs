@@ -96,7 +96,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
         }
-        Err(capo_cloud::Error::NotFound { kind: "server", .. }) => deleted(scope).await,
+        Err(capo_cloud::Error::ServerDeleted { .. }) => deleted(scope).await,
         Err(e) => {
             scope.state.unseen.mark(&key);
             Err(e.into())
