@@ -86,6 +86,7 @@ mod ports;
 mod recast;
 mod restore;
 pub mod server;
+mod versions;
 
 pub use annotation::CONVERSION_DATA_ANNOTATION;
 pub use cluster::{cluster_to_v1beta1, cluster_to_v1beta2};

@@ -9,6 +9,8 @@
 //!   upstream picks up another cluster's listener of the same name).
 //! - [`cidrs`]: the listeners' `allowed_cidrs` (IPv6 kept).
 //! - [`members`]: pool members per (port, machine), for the machine controller.
+//! - `octavia`: what the three read of Octavia alike: the load balancer body with its listener
+//!   references, and provisioning status as progress.
 //!
 //! Nothing here waits: Octavia accepts one change at a time per load balancer and answers 409
 //! while it is `PENDING_*`, so every function makes at most one Octavia write and returns
@@ -25,18 +27,10 @@ pub mod balancer;
 pub mod children;
 pub mod cidrs;
 pub mod members;
+mod octavia;
 
 pub use balancer::{
     ApiLoadBalancer, LbInputs, delete_api_load_balancer, delete_load_balancer_named,
     ensure_api_load_balancer,
 };
 pub use members::{delete_member, ensure_member, ensure_port_member};
-
-/// Octavia provisioning status → progress (`ACTIVE` is ready).
-pub(crate) fn progress_of(what: &str, status: &str) -> crate::Progress {
-    match status {
-        "ACTIVE" => crate::Progress::Done(()),
-        "ERROR" => crate::Progress::Stuck(format!("{what} is in provisioning status ERROR")),
-        other => crate::Progress::Waiting(format!("{what} is {other}")),
-    }
-}

@@ -27,6 +27,7 @@ pub mod cloud_provider;
 mod endpoint;
 mod extensions;
 mod network;
+mod scope;
 mod steady;
 
 use std::collections::HashMap;
@@ -47,14 +48,12 @@ use crate::memo::Key;
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 use crate::stored::Stored;
 use capo_cloud::Owner;
+use scope::Scope;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackcluster";
 
-/// Annotation asking the controller to delete security-group rules it did not create
-/// (default: hand-added rules are left alone).
-pub const STRICT_RULES_ANNOTATION: &str =
-    "infrastructure.cluster.x-k8s.io/capo-strict-security-group-rules";
+pub use network::STRICT_RULES_ANNOTATION;
 
 /// Run the controller until `shutdown` resolves.
 pub async fn run(
@@ -142,9 +141,6 @@ impl ClusterState {
         }
     }
 }
-
-/// One reconcile's view of an OpenStackCluster.
-type Scope<'a> = lifecycle::Scope<'a, Stored<OpenStackCluster>>;
 
 /// What an OpenStackCluster hangs off.
 pub struct ClusterOwners {

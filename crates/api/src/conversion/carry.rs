@@ -72,7 +72,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const V1: &str = crate::conversion::engine::V1BETA1;
+    const V1: &str = crate::conversion::versions::V1BETA1;
 
     #[test]
     fn carries_only_what_differs() {

@@ -1,7 +1,8 @@
 //! OpenStackCluster between v1beta1 and v1beta2.
 
 use crate::conversion::engine::{self, Direction, Pair};
-use crate::conversion::{ConversionError, cluster_spec, cluster_status};
+use crate::conversion::error::ConversionError;
+use crate::conversion::{cluster_spec, cluster_status};
 use crate::{v1beta1, v1beta2};
 
 /// The two versions of OpenStackCluster.

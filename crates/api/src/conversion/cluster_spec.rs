@@ -6,8 +6,7 @@
 //! when one of its v1beta1 fields is set, so absent stays absent both ways; a group that is
 //! present but empty in v1beta2 has no v1beta1 form and travels in the annotation.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::conversion::recast::{negate, recast, recast_all};
 use crate::conversion::{identity, machine_spec};
 use crate::v1beta1;

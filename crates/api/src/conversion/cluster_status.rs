@@ -7,8 +7,8 @@
 //! upstream does; values that differ from that, and the failure fields, travel in the
 //! conversion-data annotation.
 
-use crate::conversion::ConversionError;
 use crate::conversion::conditions;
+use crate::conversion::error::ConversionError;
 use crate::conversion::error::join;
 use crate::conversion::ports::{resolved_spec_to_v1beta1, resolved_spec_to_v1beta2};
 use crate::conversion::recast::recast;

@@ -3,8 +3,9 @@
 //! v1beta2 adds `spec.template.metadata` (labels and annotations for the generated clusters);
 //! v1beta1 has no place for it, so it travels in the conversion-data annotation.
 
+use crate::conversion::cluster_spec;
 use crate::conversion::engine::{self, Direction, Pair};
-use crate::conversion::{ConversionError, cluster_spec};
+use crate::conversion::error::ConversionError;
 use crate::{v1beta1, v1beta2};
 
 /// The two versions of OpenStackClusterTemplate.

@@ -13,8 +13,7 @@
 //! `NoReasonReported`, an observedGeneration other than the object's generation) travels in
 //! the conversion-data annotation.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::v1beta1;
 use crate::v1beta2;
 use std::collections::HashSet;

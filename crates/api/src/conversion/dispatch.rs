@@ -1,12 +1,13 @@
 //! The JSON entry point the conversion webhook calls.
 
-use crate::conversion::ConversionError;
 use crate::conversion::cluster::Cluster;
 use crate::conversion::cluster_template::ClusterTemplate;
-use crate::conversion::engine::{self, Direction, V1BETA1, V1BETA2};
+use crate::conversion::engine::{self, Direction};
+use crate::conversion::error::ConversionError;
 use crate::conversion::limits;
 use crate::conversion::machine::Machine;
 use crate::conversion::machine_template::MachineTemplate;
+use crate::conversion::versions::{V1BETA1, V1BETA2};
 use serde_json::Value;
 
 /// Converts `object` to `desired_api_version`, with its conversion data.

@@ -12,18 +12,14 @@
 //!    is refused, naming the first field that would be lost.
 
 use crate::conversion::annotation::{self, Payload};
-use crate::conversion::error::from_decode;
+use crate::conversion::error::{ConversionError, from_decode};
 use crate::conversion::json_path::{Seg, diff_paths, display};
 use crate::conversion::recast::encode;
-use crate::conversion::{ConversionError, carry, restore};
+use crate::conversion::versions::{V1BETA1, V1BETA2};
+use crate::conversion::{carry, restore};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-/// apiVersion of the older version.
-pub(crate) const V1BETA1: &str = "infrastructure.cluster.x-k8s.io/v1beta1";
-/// apiVersion of the newer version, the hub.
-pub(crate) const V1BETA2: &str = "infrastructure.cluster.x-k8s.io/v1beta2";
 
 /// The two versions of one kind and the plain conversions between them.
 pub(crate) trait Pair {

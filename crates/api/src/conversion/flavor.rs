@@ -5,8 +5,7 @@
 //! travels in the conversion-data annotation. v1beta2 values that are not exactly one of `id`
 //! or `filter.name` are invalid in v1beta2 and have no v1beta1 meaning: they are refused.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::v1beta2::{FlavorFilter, FlavorParam};
 
 /// v1beta1 `flavor` and `flavorID` of the machine spec at `path` as a v1beta2 flavor.

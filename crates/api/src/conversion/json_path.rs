@@ -30,7 +30,7 @@ pub(crate) struct Group {
 /// Every group.
 pub(crate) const GROUPS: &[Group] = &[
     Group {
-        origin: crate::conversion::engine::V1BETA1,
+        origin: crate::conversion::versions::V1BETA1,
         at: &[
             &["spec"],
             &["spec", "template", "spec"],
@@ -41,7 +41,7 @@ pub(crate) const GROUPS: &[Group] = &[
         context: &["flavorID"],
     },
     Group {
-        origin: crate::conversion::engine::V1BETA1,
+        origin: crate::conversion::versions::V1BETA1,
         at: &[&["status"]],
         lead: "ready",
         context: &["conditions"],

@@ -1,6 +1,6 @@
 //! Guards against inputs whose mere shape could exhaust the stack.
 
-use crate::conversion::ConversionError;
+use crate::conversion::error::ConversionError;
 use serde_json::Value;
 
 /// Deepest nesting of arrays and objects accepted, the limit serde_json applies when parsing

@@ -1,7 +1,6 @@
 //! The machine spec, shared by OpenStackMachine, OpenStackMachineTemplate and the bastion.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::conversion::recast::{recast, recast_all};
 use crate::conversion::{flavor, identity, ports};
 use crate::v1beta1;

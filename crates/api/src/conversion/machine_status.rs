@@ -4,8 +4,8 @@
 //! derived from the `Ready` condition on the way back (absent when there is none), and the
 //! rest travels in the conversion-data annotation.
 
-use crate::conversion::ConversionError;
 use crate::conversion::conditions;
+use crate::conversion::error::ConversionError;
 use crate::conversion::ports::{resolved_spec_to_v1beta1, resolved_spec_to_v1beta2};
 use crate::conversion::recast::recast;
 use crate::v1beta1;

@@ -1,7 +1,8 @@
 //! OpenStackMachineTemplate between v1beta1 and v1beta2.
 
 use crate::conversion::engine::{self, Direction, Pair};
-use crate::conversion::{ConversionError, machine_spec, machine_status};
+use crate::conversion::error::ConversionError;
+use crate::conversion::{machine_spec, machine_status};
 use crate::{v1beta1, v1beta2};
 
 /// The two versions of OpenStackMachineTemplate.

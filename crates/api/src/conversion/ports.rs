@@ -1,7 +1,6 @@
 //! Port options, where v1beta1's `disablePortSecurity` is v1beta2's `enablePortSecurity`.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::conversion::recast::{negate, recast_all};
 use crate::v1beta1;
 use crate::v1beta2;

@@ -5,8 +5,7 @@
 //! [`recast`] goes through JSON and checks that nothing was lost on the way, so a field added
 //! to one version later fails loudly instead of vanishing.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::{from_decode, join};
+use crate::conversion::error::{ConversionError, from_decode, join};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -10,8 +10,8 @@
 //! by one, at most [`MAX_SEPARATE_CHECKS`] of them, so a large or hostile annotation costs a
 //! bounded number of conversions. Units beyond that are dropped like stale ones.
 
-use crate::conversion::ConversionError;
 use crate::conversion::carry::SECTIONS;
+use crate::conversion::error::ConversionError;
 use crate::conversion::json_path::{Seg, diff_paths, groups_at, list_key, lookup};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

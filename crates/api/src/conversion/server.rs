@@ -10,8 +10,7 @@
 //! `disablePortSecurity`; coming from v1beta1 writes `enablePortSecurity` only, upstream main's
 //! form.
 
-use crate::conversion::ConversionError;
-use crate::conversion::error::join;
+use crate::conversion::error::{ConversionError, join};
 use crate::conversion::recast::{recast, recast_all};
 use crate::conversion::{identity, machine_spec, ports};
 use crate::v1alpha1;

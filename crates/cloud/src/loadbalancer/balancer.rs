@@ -8,41 +8,13 @@ use capo_openstack::loadbalancer::{
     TAGS_VERSION,
 };
 use capo_openstack::network::{ListFilter, NETWORK, Network, SUBNET, Subnet};
-use serde::Deserialize;
 
 use crate::Progress;
 use crate::error::{Context, Error, Result};
 use crate::loadbalancer::children::{self, ChildInputs, PlanInputs};
-use crate::loadbalancer::progress_of;
-use crate::networking::lookup::{Tagged, neutron_filter, pick_owned, resolve_one, subnet_filter};
+use crate::loadbalancer::octavia::{LbWithRefs, progress_of};
+use crate::networking::lookup::{neutron_filter, pick_owned, resolve_one, subnet_filter};
 use crate::ownership::{Owner, Ownership};
-
-/// A child reference (`{"id": ...}`) in a load balancer body.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct IdRef {
-    pub id: String,
-}
-
-/// A load balancer with the references to its listeners (Octavia includes them in every GET).
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct LbWithRefs {
-    #[serde(flatten)]
-    pub lb: LoadBalancer,
-    #[serde(default)]
-    pub listeners: Vec<IdRef>,
-}
-
-impl Tagged for LbWithRefs {
-    fn id(&self) -> &str {
-        &self.lb.id
-    }
-    fn name(&self) -> &str {
-        &self.lb.name
-    }
-    fn tags(&self) -> &[String] {
-        &self.lb.tags
-    }
-}
 
 /// What the cluster controller passes in.
 #[derive(Debug, Clone, Copy)]

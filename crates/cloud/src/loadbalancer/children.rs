@@ -18,9 +18,8 @@ use serde_json::json;
 
 use crate::Progress;
 use crate::error::{Context, Error, Result};
-use crate::loadbalancer::balancer::LbWithRefs;
 use crate::loadbalancer::cidrs::{CidrSources, allowed_cidrs, same_set};
-use crate::loadbalancer::progress_of;
+use crate::loadbalancer::octavia::{LbWithRefs, progress_of};
 
 /// Monitor defaults when `spec.apiServerLoadBalancer.monitor` leaves a field out (upstream's).
 const MONITOR_DEFAULTS: MonitorSettings = MonitorSettings {

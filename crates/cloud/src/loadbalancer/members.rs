@@ -11,9 +11,8 @@ use capo_openstack::network::{self as net, PORT, Port};
 
 use crate::Progress;
 use crate::error::{Context, Error, Result};
-use crate::loadbalancer::balancer::LbWithRefs;
 use crate::loadbalancer::children::{get_opt, listeners_of};
-use crate::loadbalancer::progress_of;
+use crate::loadbalancer::octavia::{LbWithRefs, progress_of};
 use crate::networking::vip_port::vip_address;
 
 /// Where a member goes: the load balancer and the API ports (see

@@ -7,10 +7,10 @@ use capo_openstack::Session;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
-use super::Scope;
 use super::bastion::reconcile_bastion;
 use super::endpoint::{reconcile_endpoint, reconcile_failure_domains};
 use super::network::{reconcile_network, reconcile_router, reconcile_security_groups};
+use super::scope::Scope;
 use super::steady::{Inputs, is_steady};
 use crate::capi::Cluster;
 use crate::conditions::State;

@@ -21,7 +21,7 @@ use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use super::Scope;
+use super::scope::Scope;
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 use crate::server_spec::{Derivation, server_spec, v1beta1_status_parts};
@@ -208,7 +208,7 @@ async fn create_bastion(
     };
     let spec = server_spec(machine_spec, &d)
         .map_err(|e| Error::InvalidSpec(format!("spec.bastion.{e}")))?;
-    let cluster = super::extensions::cluster_name(scope.obj);
+    let cluster = super::extensions::shared::cluster_name(scope.obj);
     let server = OpenStackServer {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),

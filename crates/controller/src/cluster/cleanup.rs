@@ -16,8 +16,8 @@ use kube::api::ListParams;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::Scope;
 use super::bastion::remove_bastion;
+use super::scope::Scope;
 use crate::capi::Machine;
 use crate::error::{KubeContext, Result};
 use crate::stored::Stored;

@@ -18,7 +18,7 @@ use capo_openstack::Session;
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
-use super::Scope;
+use super::scope::Scope;
 use crate::conditions::{self, State};
 use crate::error::{Error, Result};
 

@@ -11,8 +11,8 @@ use capo_cloud::networking::floating_ip::{self as fip, FipTarget};
 use capo_cloud::plan::endpoint::{EndpointDecision, EndpointInputs, Strategy, decide, strategy};
 use capo_openstack::Session;
 
-use super::Scope;
 use super::extensions::vips;
+use super::scope::Scope;
 use crate::conditions::State;
 use crate::error::{Error, Result};
 

@@ -22,86 +22,21 @@ pub(super) mod ansible;
 pub(super) mod app_credential;
 pub(super) mod ingress_lb;
 pub(in crate::cluster) mod pod_network;
+pub(super) mod shared;
 pub(super) mod ssh;
 pub(super) mod vars;
 pub(super) mod vips;
 
-use capo_api::constants::{CLUSTER_NAME_LABEL, CLUSTERCTL_MOVE_LABEL};
-use capo_api::extensions::OpenStackClusterExtensions;
-use capo_api::v1beta1::OpenStackCluster;
+use capo_api::extensions::LOAD_BALANCER_MODE_KEEPALIVED;
 use capo_cloud::Progress;
 use capo_openstack::Session;
-use std::collections::BTreeMap;
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
+use super::scope::Scope;
+use crate::error::Result;
+use shared::{cluster_name, spec};
 
-use super::Scope;
-use crate::context::FIELD_MANAGER;
-use crate::error::{Error, KubeContext, Result};
-
-/// Condition reporting the extension's variables.
-pub const EXTENSIONS_READY: &str = "ExtensionsReady";
-
-/// The extension spec, when the cluster has one.
-pub(super) fn spec(osc: &OpenStackCluster) -> Option<&OpenStackClusterExtensions> {
-    osc.spec.extensions.as_ref()
-}
-
-/// Name of the Cluster API Cluster this OpenStackCluster belongs to, else its own name.
-pub(super) fn cluster_name(osc: &OpenStackCluster) -> String {
-    osc.cluster_name().unwrap_or_else(|| osc.name_any())
-}
-
-/// Labels of the Secrets this extension writes: the cluster's name and clusterctl move.
-pub(super) fn secret_labels(osc: &OpenStackCluster) -> BTreeMap<String, String> {
-    [
-        (CLUSTER_NAME_LABEL.to_owned(), cluster_name(osc)),
-        (CLUSTERCTL_MOVE_LABEL.to_owned(), String::new()),
-    ]
-    .into_iter()
-    .collect()
-}
-
-/// Server-side apply of the Opaque Secret `name` holding `data`, owned by the
-/// OpenStackCluster and labelled like every Secret of the extension. Serialization errors
-/// name the type only, never a value.
-pub(super) async fn apply_owned_secret(
-    scope: &Scope<'_>,
-    api: &Api<Secret>,
-    name: &str,
-    data: BTreeMap<String, ByteString>,
-) -> Result<()> {
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: Some(scope.owner.namespace.clone()),
-            labels: Some(secret_labels(scope.obj)),
-            owner_references: scope.obj.controller_owner_ref(&()).map(|r| vec![r]),
-            ..Default::default()
-        },
-        type_: Some("Opaque".to_owned()),
-        data: Some(data),
-        ..Default::default()
-    };
-    let mut body = serde_json::to_value(&secret).map_err(|source| Error::Serialize {
-        what: "Secret",
-        source,
-    })?;
-    body["apiVersion"] = "v1".into();
-    body["kind"] = "Secret".into();
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(body),
-    )
-    .await
-    .kctx(|| format!("apply Secret {name}"))?;
-    Ok(())
-}
+/// The condition the extension reports (and the step its reconcile runs under).
+pub(super) use shared::EXTENSIONS_READY;
 
 /// Cloud-side steps of a full reconcile (after the endpoint): SSH key pair, application
 /// credential, Cilium's pod network, ingress VIP. `Waiting` while the ingress load balancer is
@@ -117,9 +52,29 @@ pub(super) async fn reconcile_cloud(
     ssh::reconcile_ssh(scope, s).await?;
     app_credential::reconcile(scope, s).await?;
     pod_network::reconcile(scope, s, pod_cidr).await?;
-    let progress = vips::reconcile_ingress(scope, s).await?;
+    let progress = reconcile_ingress(scope, s).await?;
     scope.flush().await?;
     Ok(progress)
+}
+
+/// Ingress VIP: keepalived mode ([`vips`]: port + optional floating IP) or Octavia mode
+/// ([`ingress_lb`]); `Progress::Waiting` while Octavia works.
+async fn reconcile_ingress(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
+    let Some(ingress) = spec(scope.obj)
+        .and_then(|e| e.load_balancers.as_ref())
+        .and_then(|l| l.ingress.clone())
+    else {
+        return Ok(Progress::Done(()));
+    };
+    if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
+        return ingress_lb::reconcile(scope, s, &ingress).await;
+    }
+    let v = vips::ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
+    if ingress.floating_ip == Some(true) {
+        let port_id = v.port_id.clone().unwrap_or_default();
+        vips::ingress_floating_ip(scope, s, v, &port_id).await?;
+    }
+    Ok(Progress::Done(()))
 }
 
 /// Kubernetes-side steps of every reconcile (also steady ones): status variables, the
@@ -147,10 +102,13 @@ pub(super) async fn reconcile_status(
 /// Delete what the extension created (ingress load balancer and floating IP, VIP ports, pod
 /// network, key pair, Secrets); `Progress::Waiting` while Octavia deletes the ingress load balancer.
 pub(super) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
-    let progress = vips::cleanup(scope, s).await?;
+    // The ingress floating IP and load balancer first, then the VIP ports.
+    vips::delete_ingress_floating_ip(scope, s).await?;
+    let progress = ingress_lb::cleanup(scope, s).await?;
     if !progress.is_done() {
         return Ok(progress);
     }
+    vips::delete_ports(scope, s).await?;
     pod_network::cleanup(scope, s).await?;
     ssh::cleanup(scope, s).await?;
     app_credential::cleanup(scope, s).await?;

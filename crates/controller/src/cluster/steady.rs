@@ -12,7 +12,7 @@ use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_cloud::probe::{ProbeTargets, cluster_drift};
 use capo_openstack::Session;
 
-use super::STRICT_RULES_ANNOTATION;
+use super::network::STRICT_RULES_ANNOTATION;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fingerprint::{Digest, Fingerprint};

@@ -15,8 +15,8 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::super::Scope;
-use super::{EXTENSIONS_READY, cluster_name};
+use super::super::scope::Scope;
+use super::shared::{EXTENSIONS_READY, apply_owned_secret, cluster_name};
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 
@@ -86,7 +86,7 @@ async fn write_secret(
     if current.as_ref().and_then(|c| c.data.as_ref()) == Some(&data) {
         return Ok(());
     }
-    super::apply_owned_secret(scope, &api, name, data).await?;
+    apply_owned_secret(scope, &api, name, data).await?;
     tracing::info!(secret = %name, "Ansible inventory and variables updated");
     Ok(())
 }

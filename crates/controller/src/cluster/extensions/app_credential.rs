@@ -37,8 +37,8 @@ use k8s_openapi::api::core::v1::Secret as KubeSecret;
 use kube::Api;
 use kube::runtime::events::EventType;
 
-use super::super::Scope;
-use super::{EXTENSIONS_READY, cluster_name, spec};
+use super::super::scope::Scope;
+use super::shared::{EXTENSIONS_READY, apply_owned_secret, cluster_name, spec};
 use crate::conditions::{self, State};
 use crate::error::{KubeContext, Result};
 
@@ -318,7 +318,7 @@ async fn write_secret(
     if current.and_then(|c| c.data.as_ref()) == Some(&data) {
         return Ok(false);
     }
-    super::apply_owned_secret(scope, api, name, data).await?;
+    apply_owned_secret(scope, api, name, data).await?;
     tracing::info!(secret = %name, app_credential = %config.id, "application credential Secret written");
     Ok(true)
 }

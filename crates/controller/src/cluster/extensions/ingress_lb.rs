@@ -9,7 +9,7 @@ use capo_cloud::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs};
 use capo_openstack::Session;
 
-use super::super::Scope;
+use super::super::scope::Scope;
 use crate::error::Result;
 
 /// Name of the ingress load balancer.

@@ -13,8 +13,8 @@ use capo_cloud::networking::pod_network::{self, PodNetwork, Recorded};
 use capo_cloud::plan::cidr::Cidr;
 use capo_openstack::Session;
 
-use super::super::Scope;
-use super::{EXTENSIONS_READY, spec};
+use super::super::scope::Scope;
+use super::shared::{EXTENSIONS_READY, spec};
 use crate::conditions::{self, State};
 use crate::error::Result;
 

@@ -23,8 +23,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Resource};
 
-use super::super::Scope;
-use super::{secret_labels, spec};
+use super::super::scope::Scope;
+use super::shared::{apply_owned_secret, secret_labels, spec};
 use crate::error::{Error, KubeContext, Result};
 
 /// Secret type of the key pair.
@@ -83,7 +83,7 @@ pub(super) async fn reconcile_ssh(scope: &mut Scope<'_>, s: &Session) -> Result<
         .await
         .kctx(|| format!("get Secret {ud_name}"))?;
     if current.and_then(|c| c.data) != Some(user_data.clone()) {
-        super::apply_owned_secret(scope, &api, &ud_name, user_data).await?;
+        apply_owned_secret(scope, &api, &ud_name, user_data).await?;
     }
     let ext = scope.status.extensions.get_or_insert_with(Default::default);
     ext.ssh = Some(SshStatus {

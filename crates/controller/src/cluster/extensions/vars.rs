@@ -8,8 +8,8 @@ use capo_api::extensions::{
 };
 use capo_openstack::Session;
 
-use super::super::Scope;
-use super::spec;
+use super::super::scope::Scope;
+use super::shared::spec;
 use crate::error::Result;
 
 /// Fill `status.extensions` (keeps the VIP, SSH and Ansible entries other steps wrote).

@@ -2,13 +2,11 @@
 //! control-plane endpoint on the VIP is one strategy of [`crate::cluster::endpoint`]).
 
 use capo_api::extensions::{LOAD_BALANCER_MODE_KEEPALIVED, VipStatus};
-use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_cloud::networking::vip_port::{self, VipPortRequest};
 use capo_openstack::Session;
 
-use super::super::Scope;
-use super::spec;
+use super::super::scope::Scope;
 use crate::error::{Error, Result};
 
 /// Name part of the control-plane VIP port.
@@ -79,29 +77,6 @@ pub(in crate::cluster) async fn ensure_port(
     Ok(v)
 }
 
-/// Ingress VIP: keepalived mode (port + optional floating IP) or Octavia mode (see
-/// [`super::ingress_lb`]); `Progress::Waiting` while Octavia works.
-pub(in crate::cluster) async fn reconcile_ingress(
-    scope: &mut Scope<'_>,
-    s: &Session,
-) -> Result<Progress> {
-    let Some(ingress) = spec(scope.obj)
-        .and_then(|e| e.load_balancers.as_ref())
-        .and_then(|l| l.ingress.clone())
-    else {
-        return Ok(Progress::Done(()));
-    };
-    if ingress.mode != LOAD_BALANCER_MODE_KEEPALIVED {
-        return super::ingress_lb::reconcile(scope, s, &ingress).await;
-    }
-    let v = ensure_port(scope, s, true, ingress.vip_address.as_deref()).await?;
-    if ingress.floating_ip == Some(true) {
-        let port_id = v.port_id.clone().unwrap_or_default();
-        ingress_floating_ip(scope, s, v, &port_id).await?;
-    }
-    Ok(Progress::Done(()))
-}
-
 /// The ingress VIP's floating IP on `port_id` (keepalived port or Octavia VIP port).
 pub(super) async fn ingress_floating_ip(
     scope: &mut Scope<'_>,
@@ -144,17 +119,18 @@ pub(in crate::cluster) async fn vip_floating_ip(
     Ok(v)
 }
 
-/// Delete the ingress floating IP and load balancer, then the VIP ports (the API floating IP
-/// is deleted with the cluster's other API floating IPs). `Progress::Waiting` while Octavia deletes.
-pub(in crate::cluster) async fn cleanup(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
+/// Delete the ingress VIP's floating IP (the API floating IP is deleted with the cluster's
+/// other API floating IPs).
+pub(super) async fn delete_ingress_floating_ip(scope: &Scope<'_>, s: &Session) -> Result<()> {
     fip::delete_floating_ips(s, &scope.owner, Purpose::Ingress, None).await?;
-    let progress = super::ingress_lb::cleanup(scope, s).await?;
-    if !progress.is_done() {
-        return Ok(progress);
-    }
+    Ok(())
+}
+
+/// Delete the VIP ports (control plane, ingress).
+pub(super) async fn delete_ports(scope: &Scope<'_>, s: &Session) -> Result<()> {
     for (purpose, ingress) in [(CONTROL_PLANE, false), (INGRESS, true)] {
         let rec = recorded(scope, ingress);
         vip_port::delete_vip_port(s, &scope.owner, purpose, rec.port_id.as_deref()).await?;
     }
-    Ok(Progress::Done(()))
+    Ok(())
 }
