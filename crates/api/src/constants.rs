@@ -33,6 +33,10 @@ pub const CLOUD_PROVIDER_VOLUMES_ANNOTATION: &str =
     "infrastructure.cluster.x-k8s.io/capo-cloud-provider-volumes";
 /// The values [`CLOUD_PROVIDER_VOLUMES_ANNOTATION`] accepts.
 pub const CLOUD_PROVIDER_VOLUMES_VALUES: [&str; 2] = ["keep", "delete"];
+/// Annotation on an OpenStackCluster asking capo to delete security-group rules it did not
+/// create (by default, hand-added rules are left alone).
+pub const STRICT_RULES_ANNOTATION: &str =
+    "infrastructure.cluster.x-k8s.io/capo-strict-security-group-rules";
 /// Label that makes `clusterctl move` pick up an object it does not reach by owner references.
 pub const CLUSTERCTL_MOVE_LABEL: &str = "clusterctl.cluster.x-k8s.io/move";
 /// CRD label declaring which served version satisfies the Cluster API v1beta1 contract.

@@ -53,8 +53,6 @@ use scope::Scope;
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackcluster";
 
-pub use network::STRICT_RULES_ANNOTATION;
-
 /// Run the controller until `shutdown` resolves.
 pub async fn run(
     ctx: Arc<Context>,

@@ -16,6 +16,9 @@ use crate::metrics::ReconcileMetrics;
 /// Field manager of every write the controllers make (server-side apply and patches).
 pub const FIELD_MANAGER: &str = "capo-controller-manager";
 
+/// How long resolved lookups are reused by default ([`Options::lookup_ttl`]).
+pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
+
 /// Tunables of the controllers. `Default` gives production values.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -75,7 +78,7 @@ impl Default for Options {
             watch_filter: None,
             namespace: None,
             concurrency: 10,
-            lookup_ttl: crate::server::LOOKUP_TTL,
+            lookup_ttl: LOOKUP_TTL,
             identity_read_max_age: Duration::from_secs(60),
         }
     }
@@ -98,7 +101,7 @@ pub struct Shared {
     /// The watched stores owners and children are read from.
     pub informers: crate::informers::Informers,
     /// Identity Secrets, OpenStackClusterIdentities and namespaces read recently.
-    pub identity_reads: crate::credentials::IdentityReads,
+    pub identity_reads: crate::recent_reads::IdentityReads,
     events: crate::events::Events,
 }
 
@@ -120,7 +123,7 @@ impl Shared {
     ) -> Arc<Self> {
         Arc::new(Self {
             informers: crate::informers::Informers::new(&client, options.namespace.as_deref()),
-            identity_reads: crate::credentials::IdentityReads::new(options.identity_read_max_age),
+            identity_reads: crate::recent_reads::IdentityReads::new(options.identity_read_max_age),
             events: crate::events::Events::new(
                 client.clone(),
                 FIELD_MANAGER,

@@ -4,10 +4,9 @@
 //! Secrets are read by name only (no list/watch of Secrets), so the manager needs no
 //! cluster-wide Secret read beyond `get`. Those reads, and those of the identity and the
 //! namespace, are shared for a few seconds by the reconciles that need them
-//! ([`IdentityReads`]).
+//! ([`crate::recent_reads::IdentityReads`]).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use capo_api::v1alpha1::OpenStackClusterIdentity;
 use capo_api::v1beta1::{IdentityRefType, OpenStackIdentityReference};
@@ -21,40 +20,6 @@ use kube::Api;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::recent_reads::RecentReads;
-
-/// The live reads behind a session, shared by every controller of the manager for
-/// `Options::identity_read_max_age`: a rotated Secret is used at most that late, and at once
-/// when the credentials read before are refused or unusable ([`IdentityReads::forget_all`]
-/// after a reconcile failed with [`Error::is_credentials_problem`]).
-#[derive(Debug)]
-pub struct IdentityReads {
-    secrets: RecentReads<BTreeMap<String, Vec<u8>>>,
-    identities: RecentReads<ClusterIdentitySpec>,
-    namespaces: RecentReads<BTreeMap<String, String>>,
-}
-
-impl IdentityReads {
-    /// Reads reused for `max_age`.
-    pub fn new(max_age: Duration) -> Self {
-        Self {
-            secrets: RecentReads::new(max_age),
-            identities: RecentReads::new(max_age),
-            namespaces: RecentReads::new(max_age),
-        }
-    }
-}
-
-impl IdentityReads {
-    /// Forget every read: the next reconcile of each identity reads it again. Called when a
-    /// reconcile's credentials were refused or unusable, which is how a rotation that revoked
-    /// the old credentials, or a Secret fixed after a bad one, shows.
-    pub fn forget_all(&self) {
-        self.secrets.forget_all();
-        self.identities.forget_all();
-        self.namespaces.forget_all();
-    }
-}
 
 /// The session for `identity_ref`, requested by the object `object` (e.g.
 /// `OpenStackCluster ns/name`, for messages) in `namespace`.

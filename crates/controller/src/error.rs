@@ -80,7 +80,7 @@ impl Error {
     }
 
     /// True when the credentials are missing, malformed or refused by the cloud: what was read
-    /// of the identity Secret must be read again (see [`crate::credentials::IdentityReads`]).
+    /// of the identity Secret must be read again (see [`crate::recent_reads::IdentityReads`]).
     pub fn is_credentials_problem(&self) -> bool {
         match self {
             Error::Credentials(_) => true,

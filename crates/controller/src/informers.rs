@@ -102,7 +102,7 @@ struct Shared<K: Resource<DynamicType = ()> + Clone + 'static> {
     subscribers: Arc<Mutex<Vec<UnboundedSender<Change<K>>>>>,
 }
 
-impl<K: crate::runtime::Watched> Shared<K> {
+impl<K: Watched> Shared<K> {
     /// Every stored object as [`Change::Applied`], then every change.
     fn subscribe(&self) -> futures::channel::mpsc::UnboundedReceiver<Change<K>> {
         let (tx, rx) = futures::channel::mpsc::unbounded();
@@ -145,7 +145,7 @@ impl<K> Change<K> {
 
 impl<K> Informer<K>
 where
-    K: crate::runtime::Watched + Resource<Scope = NamespaceResourceScope>,
+    K: Watched + Resource<Scope = NamespaceResourceScope>,
 {
     fn new(client: Client, namespace: Option<&str>) -> Self {
         Self {
@@ -173,7 +173,7 @@ where
                 watcher::Config::default().any_semantic(),
             )
             .default_backoff()
-            .modify(crate::runtime::trim);
+            .modify(trim);
             tokio::spawn(follow(events, writer, reader.clone(), subscribers.clone()));
             Shared {
                 store: reader,
@@ -272,7 +272,7 @@ async fn follow<K>(
     store: Store<K>,
     subscribers: Arc<Mutex<Vec<UnboundedSender<Change<K>>>>>,
 ) where
-    K: crate::runtime::Watched,
+    K: Watched,
 {
     let mut events = std::pin::pin!(events);
     // The store before a relist, to tell which objects went while the watch was away.
@@ -318,6 +318,60 @@ async fn follow<K>(
                 .iter()
                 .all(|change| tx.unbounded_send(change.clone()).is_ok())
         });
+    }
+}
+
+/// What a kind needs to be watched and cached by the controllers.
+pub trait Watched:
+    Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Watched for K where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Prefix of the annotations capo itself sets and reads (owner ID, bastion spec hash, strict
+/// security-group rules).
+const OWN_ANNOTATION_PREFIX: &str = "infrastructure.cluster.x-k8s.io/capo-";
+
+/// Whether a controller reads annotation `key` from a watched object: Cluster API's pause and
+/// managed-by, and capo's own.
+fn annotation_is_read(key: &str) -> bool {
+    key == capo_api::constants::PAUSED_ANNOTATION
+        || key == crate::capi::MANAGED_BY_ANNOTATION
+        || key.starts_with(OWN_ANNOTATION_PREFIX)
+}
+
+/// Drop what no controller reads from a watched object before it is cached or passed on: its
+/// managed fields (one JSON tree per field manager, decoded here into maps of strings, which
+/// made them the largest part of a cached OpenStackServer) and every annotation no controller
+/// reads (`kubectl apply`'s copy of the object, Cluster API's cloned-from and kubeadm
+/// configuration copies, users' own); an emptied map is dropped too, so an object without
+/// such annotations holds no map node. Writes never start from a cached object's metadata as
+/// a whole (finalizer and annotation patches name their keys), so nothing is lost on the way
+/// back.
+pub fn trim<K: Resource>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|key, _| annotation_is_read(key));
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
     }
 }
 

@@ -27,6 +27,7 @@ mod apply;
 mod cleanup;
 mod extensions;
 mod ingress;
+mod scope;
 mod steady;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
 use crate::runtime::{all_changes, error_policy, primary_changes, spec_changes};
 use crate::stored::Stored;
+use scope::Scope;
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackmachine";
@@ -114,9 +116,6 @@ pub async fn reconcile(
 ) -> Result<Action> {
     lifecycle::reconcile(osm, r).await
 }
-
-/// One reconcile's view of an OpenStackMachine.
-type Scope<'a> = lifecycle::Scope<'a, Stored<OpenStackMachine>>;
 
 /// What an OpenStackMachine hangs off.
 pub struct MachineOwners {

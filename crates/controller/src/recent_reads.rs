@@ -9,10 +9,12 @@
 //! most `max_age` late, and at once when the old credentials stop working (the reads are then
 //! forgotten); a zero `max_age` reads every time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use capo_openstack::credentials::ClusterIdentitySpec;
 
 use crate::error::Result;
 
@@ -89,6 +91,39 @@ impl<T: Clone> RecentReads<T> {
             });
         }
         Some(slots.entry(key.to_owned()).or_default().clone())
+    }
+}
+
+/// The live reads behind a session, shared by every controller of the manager for
+/// `Options::identity_read_max_age`: a rotated Secret is used at most that late, and at once
+/// when the credentials read before are refused or unusable ([`IdentityReads::forget_all`]
+/// after a reconcile failed with [`crate::error::Error::is_credentials_problem`]).
+#[derive(Debug)]
+pub struct IdentityReads {
+    pub(crate) secrets: RecentReads<BTreeMap<String, Vec<u8>>>,
+    pub(crate) identities: RecentReads<ClusterIdentitySpec>,
+    pub(crate) namespaces: RecentReads<BTreeMap<String, String>>,
+}
+
+impl IdentityReads {
+    /// Reads reused for `max_age`.
+    pub fn new(max_age: Duration) -> Self {
+        Self {
+            secrets: RecentReads::new(max_age),
+            identities: RecentReads::new(max_age),
+            namespaces: RecentReads::new(max_age),
+        }
+    }
+}
+
+impl IdentityReads {
+    /// Forget every read: the next reconcile of each identity reads it again. Called when a
+    /// reconcile's credentials were refused or unusable, which is how a rotation that revoked
+    /// the old credentials, or a Secret fixed after a bad one, shows.
+    pub fn forget_all(&self) {
+        self.secrets.forget_all();
+        self.identities.forget_all();
+        self.namespaces.forget_all();
     }
 }
 

@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 use crate::capi::Cluster;
 use crate::context::Context;
 use crate::error::Error;
-use crate::informers::Change;
+use crate::informers::{Change, Watched, trim};
 
 /// Label of upstream's `--watch-filter`.
 pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
@@ -175,60 +175,6 @@ where
     });
     crate::status::merge_patch(api, &obj.name_any(), patch).await?;
     Ok(())
-}
-
-/// What a kind needs to be watched and cached by the controllers.
-pub trait Watched:
-    Resource<DynamicType = ()>
-    + Clone
-    + serde::de::DeserializeOwned
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Watched for K where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// Prefix of the annotations capo itself sets and reads (owner ID, bastion spec hash, strict
-/// security-group rules).
-const OWN_ANNOTATION_PREFIX: &str = "infrastructure.cluster.x-k8s.io/capo-";
-
-/// Whether a controller reads annotation `key` from a watched object: Cluster API's pause and
-/// managed-by, and capo's own.
-fn annotation_is_read(key: &str) -> bool {
-    key == capo_api::constants::PAUSED_ANNOTATION
-        || key == crate::capi::MANAGED_BY_ANNOTATION
-        || key.starts_with(OWN_ANNOTATION_PREFIX)
-}
-
-/// Drop what no controller reads from a watched object before it is cached or passed on: its
-/// managed fields (one JSON tree per field manager, decoded here into maps of strings, which
-/// made them the largest part of a cached OpenStackServer) and every annotation no controller
-/// reads (`kubectl apply`'s copy of the object, Cluster API's cloned-from and kubeadm
-/// configuration copies, users' own); an emptied map is dropped too, so an object without
-/// such annotations holds no map node. Writes never start from a cached object's metadata as
-/// a whole (finalizer and annotation patches name their keys), so nothing is lost on the way
-/// back.
-pub fn trim<K: Resource>(obj: &mut K) {
-    let meta = obj.meta_mut();
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.retain(|key, _| annotation_is_read(key));
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
 }
 
 /// Whether `obj` is being deleted.
@@ -490,7 +436,7 @@ mod tests {
             capo_api::constants::PAUSED_ANNOTATION,
             crate::capi::MANAGED_BY_ANNOTATION,
             OWNER_ID_ANNOTATION,
-            crate::cluster::STRICT_RULES_ANNOTATION,
+            capo_api::constants::STRICT_RULES_ANNOTATION,
             "infrastructure.cluster.x-k8s.io/capo-bastion-spec-hash",
         ] {
             o.annotations_mut().insert(key.into(), "v".into());

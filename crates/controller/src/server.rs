@@ -22,7 +22,7 @@
 //!   re-created.
 //! - A converged ACTIVE server costs one OpenStack request per reconcile (a GET of the server).
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for
-//!   [`crate::Options::lookup_ttl`] (default [`LOOKUP_TTL`]) across servers of the same cloud
+//!   [`crate::Options::lookup_ttl`] (default [`crate::context::LOOKUP_TTL`]) across servers of the same cloud
 //!   project.
 //! - The user data is read from the Secret at create time only and never logged.
 //! - `spec.floatingIPPoolRef`: an IPAddressClaim `<server>-floating-ip-address` (owned, with
@@ -38,11 +38,11 @@ mod cache;
 mod cleanup;
 mod pool_ip;
 mod resolve;
+mod scope;
 mod steady;
 mod unseen;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use capo_api::constants::condition_reasons::INVALID_MACHINE_SPEC;
 use capo_api::constants::condition_types::{INSTANCE_READY, READY};
@@ -55,9 +55,9 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 
 pub use cache::LookupCache;
 pub(crate) use resolve::orc_image_id;
+use scope::Scope;
 
 use crate::capi::Cluster;
-use crate::conditions::State;
 use crate::context::Context;
 use crate::error::Result;
 use crate::lifecycle::{self, Owners, Reconciled, Reconciler};
@@ -66,9 +66,6 @@ use crate::runtime::{abandon_changes, cluster_pause_changes, error_policy, prima
 
 /// Controller name in metrics and logs.
 pub const CONTROLLER: &str = "openstackserver";
-
-/// How long resolved lookups are reused by default ([`crate::Options::lookup_ttl`]).
-pub const LOOKUP_TTL: Duration = Duration::from_secs(300);
 
 /// Run the controller until `shutdown` resolves.
 pub async fn run(
@@ -133,17 +130,6 @@ async fn reconcile(
     r: Arc<Reconciler<OpenStackServer>>,
 ) -> Result<Action> {
     lifecycle::reconcile(oss, r).await
-}
-
-/// One reconcile's view of an OpenStackServer.
-type Scope<'a> = lifecycle::Scope<'a, OpenStackServer>;
-
-impl Scope<'_> {
-    /// Set InstanceReady and Ready to the same state.
-    fn set_instance(&mut self, state: State) {
-        self.set(INSTANCE_READY, state.clone());
-        self.set(READY, state);
-    }
 }
 
 /// What the OpenStackServer controller keeps between reconciles besides its memo.

@@ -8,14 +8,11 @@ use capo_cloud::networking::{self, SecurityGroups};
 use capo_openstack::Session;
 use kube::ResourceExt;
 
+use capo_api::constants::STRICT_RULES_ANNOTATION;
+
 use super::scope::Scope;
 use crate::conditions::State;
 use crate::error::Result;
-
-/// Annotation asking the controller to delete security-group rules it did not create
-/// (default: hand-added rules are left alone).
-pub const STRICT_RULES_ANNOTATION: &str =
-    "infrastructure.cluster.x-k8s.io/capo-strict-security-group-rules";
 
 /// External network, network and subnets.
 pub(super) async fn reconcile_network(scope: &mut Scope<'_>, s: &Session) -> Result<()> {

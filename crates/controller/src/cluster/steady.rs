@@ -8,11 +8,11 @@
 //! balancer ([`capo_cloud::probe`]). `Inputs` is destructured field by field in both
 //! fingerprints, so a field added to it does not compile until each says whether it hashes it.
 
+use capo_api::constants::STRICT_RULES_ANNOTATION;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackClusterStatus};
 use capo_cloud::probe::{ProbeTargets, cluster_drift};
 use capo_openstack::Session;
 
-use super::network::STRICT_RULES_ANNOTATION;
 use crate::context::Context;
 use crate::error::Result;
 use crate::fingerprint::{Digest, Fingerprint};

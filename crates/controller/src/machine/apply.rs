@@ -17,8 +17,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
-use super::Scope;
 use super::ingress;
+use super::scope::Scope;
 use crate::capi::Machine;
 use crate::conditions::{self, Entry, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;

@@ -11,8 +11,8 @@ use capo_cloud::networking::floating_ip::{self as fip, MoveFrom};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, ResourceExt};
 
-use super::Scope;
 use super::ingress::{self, Mode};
+use super::scope::Scope;
 use crate::conditions::{self, State};
 use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};

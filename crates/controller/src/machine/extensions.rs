@@ -13,7 +13,7 @@ use capo_api::v1alpha1::OpenStackServer;
 use capo_api::v1beta1::{OpenStackCluster, OpenStackMachine};
 use capo_openstack::Session;
 
-use super::Scope;
+use super::scope::Scope;
 use crate::error::Result;
 
 /// Which keepalived VIPs a machine accepts: its `spec.extensions.loadBalancers` flags, else

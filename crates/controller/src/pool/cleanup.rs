@@ -4,7 +4,9 @@
 use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip_pool as fips;
 
-use super::{Paused, Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
+use super::claims::{delete_orphans, pool_addresses, pool_claims, release_deleted};
+use super::paused::Paused;
+use super::scope::Scope;
 use crate::error::Result;
 
 pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {

@@ -9,7 +9,7 @@ use capo_api::constants::CLUSTER_NAME_LABEL;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
-use super::Scope;
+use super::scope::Scope;
 use crate::error::Result;
 use crate::runtime::has_paused_annotation;
 

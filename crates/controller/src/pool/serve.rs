@@ -17,8 +17,10 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
+use super::claims::{delete_orphans, pool_addresses, pool_claims, release_deleted};
 use super::ledger::{Address, Ledger};
-use super::{Paused, Scope, delete_orphans, pool_addresses, pool_claims, release_deleted};
+use super::paused::Paused;
+use super::scope::Scope;
 use crate::conditions::State;
 use crate::error::{Error, KubeContext, Result};
 use crate::ipam;

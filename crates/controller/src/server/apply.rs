@@ -20,10 +20,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::Scope;
 use super::cache::LookupCache;
 use super::pool_ip;
 use super::resolve::Resolver;
+use super::scope::Scope;
 use super::steady::{fingerprint, is_steady};
 use crate::conditions::{INSTANCE_NOT_ACTIVE, INSTANCE_NOT_READY, State};
 use crate::credentials::session_for;

@@ -5,7 +5,7 @@
 use capo_cloud::Progress;
 use capo_cloud::instance::{self, Recorded, port_name};
 
-use super::Scope;
+use super::scope::Scope;
 use crate::credentials::session_for;
 use crate::error::Result;
 use crate::server_spec::{identity, v1beta1_spec};

@@ -17,7 +17,7 @@ use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::Scope;
+use super::scope::Scope;
 use crate::error::{Error, KubeContext, Result};
 use crate::ipam;
 
