@@ -94,15 +94,23 @@ impl Swept {
         if self.waiting.is_empty() && self.deleted.is_empty() {
             Progress::Done(())
         } else if self.waiting.is_empty() {
-            Progress::Waiting(format!(
-                "deleting what cloud-provider-openstack left: {}",
-                self.deleted.join(", ")
-            ))
+            Progress::waiting(
+                "cloud-provider resources",
+                "deleted",
+                format!(
+                    "deleting what cloud-provider-openstack left: {}",
+                    self.deleted.join(", ")
+                ),
+            )
         } else {
-            Progress::Waiting(format!(
-                "waiting for what cloud-provider-openstack left: {}",
-                self.waiting.join("; ")
-            ))
+            Progress::waiting(
+                "cloud-provider resources",
+                "busy",
+                format!(
+                    "waiting for what cloud-provider-openstack left: {}",
+                    self.waiting.join("; ")
+                ),
+            )
         }
     }
 }
@@ -469,7 +477,7 @@ mod tests {
         assert!(!s.progress().is_done());
         s.waiting.push("volume v is attached to server a".into());
         match s.progress() {
-            Progress::Waiting(why) => assert!(why.contains("attached to server a"), "{why}"),
+            Progress::Waiting(w) => assert!(w.message.contains("attached to server a"), "{w}"),
             other => panic!("{other:?}"),
         }
     }

@@ -57,4 +57,4 @@ pub mod progress;
 
 pub use error::{Error, Result};
 pub use ownership::{OWNER_TAG_PREFIX, Owner, Ownership};
-pub use progress::Progress;
+pub use progress::{Progress, Wait};

@@ -438,10 +438,7 @@ async fn no_valid_host_reports_fault_then_recovers() {
     let err = worker(&env, &o, &ports, &mut rec, &resolved)
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, Error::NotFound { kind: "server", .. }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::ServerDeleted { .. }), "{err}");
     assert_eq!(count(&env, "servers"), 0);
 }
 
@@ -669,11 +666,11 @@ async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated(
             .unwrap()
             .is_none()
     );
-    // The recorded server is gone: NotFound (the controller reports InstanceDeleted), never a
-    // second server under the same name.
+    // The recorded server is gone: ServerDeleted (the controller reports InstanceDeleted),
+    // never a second server under the same name.
     match worker(&env, &o, &ports, &mut rec, &resolved).await {
-        Err(Error::NotFound { kind: "server", .. }) => {}
-        other => panic!("expected NotFound, got {other:?}"),
+        Err(Error::ServerDeleted { .. }) => {}
+        other => panic!("expected ServerDeleted, got {other:?}"),
     }
     assert_eq!(count(&env, "servers"), 1);
 }

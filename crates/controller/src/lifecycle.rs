@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use capo_api::constants::{condition_reasons, condition_types};
 use capo_api::v1beta1::OpenStackIdentityReference;
-use capo_cloud::Progress;
+use capo_cloud::{Progress, Wait};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -272,7 +272,7 @@ async fn run<K: Reconciled>(obj: Arc<K>, r: &Reconciler<K>) -> Result<Action> {
                 Box::pin(scope.abandon_ignored_when_deleted()).await;
                 Ok(Action::await_change())
             }
-            Ok(Progress::Waiting(why) | Progress::Stuck(why)) => {
+            Ok(Progress::Waiting(Wait { message: why, .. }) | Progress::Stuck(why)) => {
                 Box::pin(scope.deleting(why)).await
             }
             Err(e) if e.is_credentials_problem() => Box::pin(scope.blocked(e)).await,
@@ -490,26 +490,26 @@ impl<'a, K: Reconciled> Scope<'a, K> {
 
     /// Report a step under way on `condition` (and on Ready while the object was never
     /// provisioned) and requeue at the progress pace, slowing while the same wait lasts. The
-    /// wait is told apart by its text, which names the resource and its state: the next stage
-    /// of a chain (the load balancer ACTIVE, then its listener, pool, monitor) starts short
-    /// again.
-    pub async fn waiting(&mut self, condition: &str, reason: &str, why: String) -> Result<Action> {
-        let delay = self.mark_waiting(condition, reason, why);
+    /// wait is told apart by the resource it names ([`Wait::on`] and [`Wait::id`], never its
+    /// message): the next stage of a chain (the load balancer ACTIVE, then its listener, pool,
+    /// monitor) starts short again.
+    pub async fn waiting(&mut self, condition: &str, reason: &str, wait: Wait) -> Result<Action> {
+        let delay = self.mark_waiting(condition, reason, wait);
         self.flush().await?;
         Ok(Action::requeue(delay))
     }
 
     /// Set `condition` (and Ready, while never provisioned) to the wait and return when to look
     /// again.
-    fn mark_waiting(&mut self, condition: &str, reason: &str, why: String) -> std::time::Duration {
+    fn mark_waiting(&mut self, condition: &str, reason: &str, wait: Wait) -> std::time::Duration {
         let delay = self.ctx.memo.paced(
             &self.key,
             &format!("{}/{reason}", K::CONTROLLER),
-            &format!("{reason}: {why}"),
+            &format!("{reason}/{}/{}", wait.on, wait.id),
         );
-        self.set(condition, State::info(reason, why.clone()));
+        self.set(condition, State::info(reason, wait.message.clone()));
         if !K::provisioned(&self.status) {
-            self.set(condition_types::READY, State::info(reason, why));
+            self.set(condition_types::READY, State::info(reason, wait.message));
         }
         delay
     }
@@ -523,12 +523,12 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         &mut self,
         condition: &str,
         reason: &str,
-        why: String,
+        wait: Wait,
     ) -> Result<Action> {
         if K::provisioned(&self.written) {
-            return self.waiting(condition, reason, why).await;
+            return self.waiting(condition, reason, wait).await;
         }
-        Ok(Action::requeue(self.mark_waiting(condition, reason, why)))
+        Ok(Action::requeue(self.mark_waiting(condition, reason, wait)))
     }
 
     /// Report a failure only the operator can fix (a load balancer in ERROR) as errors on

@@ -38,7 +38,7 @@ use capo_api::v1beta1::{
     OpenStackCluster, OpenStackIdentityReference, OpenStackMachineTemplate,
     OpenStackMachineTemplateStatus,
 };
-use capo_cloud::Progress;
+use capo_cloud::{Progress, Wait};
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -192,8 +192,9 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
             return Ok(None);
         }
         let why = "waiting for the Cluster's OpenStackCluster (the template names no identityRef)";
+        let w = Wait::new("OpenStackCluster", "", why);
         let action = scope
-            .waiting(READY, WAITING_FOR_CLUSTER_INFRASTRUCTURE, why.to_owned())
+            .waiting(READY, WAITING_FOR_CLUSTER_INFRASTRUCTURE, w)
             .await?;
         Ok(Some(action))
     }
@@ -221,8 +222,10 @@ async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         .await?
     {
         Progress::Done(image) => image,
-        Progress::Waiting(why) | Progress::Stuck(why) => {
-            return scope.waiting(READY, "WaitingForImage", why).await;
+        Progress::Waiting(w) => return scope.waiting(READY, "WaitingForImage", w).await,
+        Progress::Stuck(why) => {
+            let w = Wait::new("image", "", why);
+            return scope.waiting(READY, "WaitingForImage", w).await;
         }
     };
     let capacity = capacity::capacity(&flavor, spec.root_volume.as_deref());

@@ -211,8 +211,9 @@ impl Memo {
         self.paced(key, reason, reason)
     }
 
-    /// [`Memo::delay`] for a wait told apart by `stage` (the resource and its state), of kind
-    /// `kind` (no names: the controller and reason), which learns from the kind's earlier waits.
+    /// [`Memo::delay`] for a wait told apart by `stage` (built from typed parts: the reason and
+    /// the resource awaited, never a message), of kind `kind` (no names: the controller and
+    /// reason), which learns from the kind's earlier waits.
     pub fn paced(&self, key: &Key, kind: &str, stage: &str) -> Duration {
         let delay = self.pace.delay(
             key,

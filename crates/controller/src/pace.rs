@@ -2,9 +2,9 @@
 //! `PENDING_*`, a server in `BUILD`, a volume `creating`, anything being deleted), learnt from
 //! how long such waits have been taking.
 //!
-//! A wait is one object waiting on one thing (told apart by its text, which names the resource
-//! and its state) and belongs to a kind (the controller and condition reason, no names: "servers
-//! building", "load balancers provisioning"). Until a kind's waits have been seen to end, a wait
+//! A wait is one object waiting on one thing (told apart by its stage: the reason and the
+//! resource awaited, never a message) and belongs to a kind (the controller and condition
+//! reason, no names: "servers building", "load balancers provisioning"). Until a kind's waits have been seen to end, a wait
 //! is polled after `first`, then after half as long again each time, up to `max`: short first
 //! because most waits are short, bounded so a long one is seen at most `max` late. Once waits
 //! of a kind have ended, their typical length `T` (a moving average) is known: the first poll
@@ -50,8 +50,8 @@ const LEARNT_FIRST_POLL_CAP: u32 = 2;
 /// One object's current wait.
 #[derive(Debug)]
 struct Wait {
-    /// What it waits on (stage text).
-    text: String,
+    /// What it waits on (its stage: the reason and the resource).
+    stage: String,
     /// Its kind (no names).
     kind: String,
     /// Polls so far.
@@ -91,13 +91,13 @@ impl<K: Clone + Eq + Hash> Pace<K> {
         }
     }
 
-    /// The delay before looking again at object `key`, which waits on `text` (a wait of
-    /// `kind`). A new `text` ends the object's previous wait, whose length is learnt.
+    /// The delay before looking again at object `key`, which waits on `stage` (a wait of
+    /// `kind`). A new `stage` ends the object's previous wait, whose length is learnt.
     pub fn delay<Q>(
         &self,
         key: &Q,
         kind: &str,
-        text: &str,
+        stage: &str,
         first: Duration,
         max: Duration,
     ) -> Duration
@@ -111,7 +111,7 @@ impl<K: Clone + Eq + Hash> Pace<K> {
                 return first;
             };
             let ended = match waits.get_mut(key) {
-                Some(w) if w.text == text => {
+                Some(w) if w.stage == stage => {
                     w.polls = w.polls.saturating_add(1);
                     None
                 }
@@ -119,7 +119,7 @@ impl<K: Clone + Eq + Hash> Pace<K> {
                     .insert(
                         key.to_owned(),
                         Wait {
-                            text: text.to_owned(),
+                            stage: stage.to_owned(),
                             kind: kind.to_owned(),
                             polls: 1,
                             since: Instant::now(),

@@ -102,10 +102,11 @@ async fn delete_owned_server(
     // One look after the DELETE: clouds that delete at once need no requeue.
     match get_server(s, &server.id).await? {
         None => Ok(None),
-        Some(_) => Ok(Some(Progress::Waiting(format!(
-            "server {} is being deleted",
-            owner.name
-        )))),
+        Some(_) => Ok(Some(Progress::waiting(
+            "server",
+            &owner.name,
+            format!("server {} is being deleted", owner.name),
+        ))),
     }
 }
 
@@ -220,8 +221,8 @@ async fn delete_volumes(
         } else {
             delete_unattached(s, &v).await?
         };
-        if let Progress::Waiting(why) = progress {
-            return Ok(Progress::Waiting(why));
+        if let Progress::Waiting(w) = progress {
+            return Ok(Progress::Waiting(w));
         }
     }
     Ok(Progress::Done(()))
@@ -238,26 +239,39 @@ async fn leave_to_nova(s: &Session, v: &Volume) -> Result<Progress> {
         match server {
             Some(srv) if is_gone(&srv.status) => {}
             Some(srv) => {
-                return Ok(Progress::Waiting(format!(
-                    "volume {} is still attached to server {} ({})",
-                    v.id, srv.id, srv.status
-                )));
+                return Ok(Progress::waiting(
+                    "volume",
+                    &v.id,
+                    format!(
+                        "volume {} is still attached to server {} ({})",
+                        v.id, srv.id, srv.status
+                    ),
+                ));
             }
             None => {
-                return Ok(Progress::Waiting(format!(
-                    "volume {} is still in-use (server {} is being detached)",
-                    v.id, a.server_id
-                )));
+                return Ok(Progress::waiting(
+                    "volume",
+                    &v.id,
+                    format!(
+                        "volume {} is still in-use (server {} is being detached)",
+                        v.id, a.server_id
+                    ),
+                ));
             }
         }
         let listed = compute::list_volume_attachments_dot(s, &a.server_id).await;
         let attachments = match listed {
             Err(capo_openstack::Error::MicroversionUnsupported { .. }) => {
-                return Ok(Progress::Waiting(format!(
-                    "volume {} is attached to the soft-deleted server {}: Nova (before 2.85) \
-                     cannot be asked to delete it with the server; waiting for the reclaim",
-                    v.id, a.server_id
-                )));
+                return Ok(Progress::waiting(
+                    "volume",
+                    &v.id,
+                    format!(
+                        "volume {} is attached to the soft-deleted server {}: Nova (before \
+                         2.85) cannot be asked to delete it with the server; waiting for the \
+                         reclaim",
+                        v.id, a.server_id
+                    ),
+                ));
             }
             other => other.ctx_opt(|| format!("list volume attachments of {}", a.server_id))?,
         };

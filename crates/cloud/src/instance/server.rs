@@ -90,7 +90,7 @@ fn classify_state(owner: &ServerOwner, server: Server) -> Result<(Server, Progre
                 owner.name,
                 if other.is_empty() { "BUILD" } else { other }
             );
-            Ok((server, Progress::Waiting(why)))
+            Ok((server, Progress::waiting("server", &owner.name, why)))
         }
     }
 }

@@ -148,7 +148,11 @@ pub async fn ensure_volume(
                 spec.name, vol.id
             )));
         }
-        other => Progress::Waiting(format!("volume {} is {other}", spec.name)),
+        other => Progress::waiting(
+            "volume",
+            &spec.name,
+            format!("volume {} is {other}", spec.name),
+        ),
     };
     // Not usable until a duplicate left by a lost create reply is gone (never leaked).
     let progress = if progress.is_done() {
@@ -183,8 +187,9 @@ pub(crate) async fn find_volume(
     let (keep, extra) = split_duplicates(named_volumes(s, name).await?, |v| &v.id, attached, class);
     let mut progress = Progress::Done(());
     for dup in extra {
-        if let Progress::Waiting(why) = delete_unattached(s, &dup).await? {
-            progress = Progress::Waiting(format!("duplicate {why}"));
+        if let Progress::Waiting(w) = delete_unattached(s, &dup).await? {
+            let message = format!("duplicate {}", w.message);
+            progress = Progress::Waiting(w.with_message(message));
         }
     }
     Ok((pick("volume", name, keep, |v| &v.id, class)?, progress))
@@ -213,9 +218,13 @@ fn attached(v: &Volume) -> bool {
 pub(crate) async fn delete_unattached(s: &Session, v: &Volume) -> Result<Progress> {
     match v.status.as_str() {
         "deleting" => Ok(Progress::Done(())),
-        "creating" | "downloading" | "in-use" | "attaching" | "detaching" | "reserved" => Ok(
-            Progress::Waiting(format!("volume {} is still {}", v.id, v.status)),
-        ),
+        "creating" | "downloading" | "in-use" | "attaching" | "detaching" | "reserved" => {
+            Ok(Progress::waiting(
+                "volume",
+                &v.id,
+                format!("volume {} is still {}", v.id, v.status),
+            ))
+        }
         _ => {
             let deleted = bs::delete_volume(s, &v.id).await;
             if deleted

@@ -147,11 +147,11 @@ pub async fn ensure_api_load_balancer(
         let lb = create_lb(s, owner, inp, version >= TAGS_VERSION, version).await?;
         return Ok(report(
             &lb,
-            Progress::Waiting("load balancer created".into()),
+            Progress::waiting("load balancer", &lb.id, "load balancer created"),
         ));
     };
     let lb = &found.lb;
-    let progress = progress_of(&format!("load balancer {}", lb.id), &lb.provisioning_status);
+    let progress = progress_of("load balancer", &lb.id, &lb.provisioning_status);
     if !progress.is_done() {
         return Ok(report(lb, progress));
     }
@@ -165,7 +165,10 @@ pub async fn ensure_api_load_balancer(
             lbaas::update(s, LOAD_BALANCER, &lb.id, serde_json::json!({"tags": tags}))
                 .await
                 .ctx(|| format!("tag loadbalancer {}", lb.id))?;
-        let mut out = report(lb, Progress::Waiting("load balancer tagged".into()));
+        let mut out = report(
+            lb,
+            Progress::waiting("load balancer", &lb.id, "load balancer tagged"),
+        );
         out.tags = tags;
         return Ok(out);
     }
@@ -335,15 +338,23 @@ pub async fn delete_load_balancer_named(
         Err(e) => return Err(e),
     };
     if found.provisioning_status.starts_with("PENDING_") {
-        return Ok(Progress::Waiting(format!(
-            "load balancer {} is {}",
-            found.id, found.provisioning_status
-        )));
+        return Ok(Progress::waiting(
+            "load balancer",
+            &found.id,
+            format!(
+                "load balancer {} is {}",
+                found.id, found.provisioning_status
+            ),
+        ));
     }
     let deleted = lbaas::delete_load_balancer(s, &found.id, true).await;
     Ok(
         match deleted.ctx_opt(|| format!("delete loadbalancer {}", found.id))? {
-            Some(()) => Progress::Waiting(format!("load balancer {} is being deleted", found.id)),
+            Some(()) => Progress::waiting(
+                "load balancer",
+                &found.id,
+                format!("load balancer {} is being deleted", found.id),
+            ),
             None => Progress::Done(()),
         },
     )

@@ -225,11 +225,15 @@ async fn create_listener(s: &Session, w: &Want<'_>) -> Result<Progress> {
     let _: Listener = lbaas::create(s, LISTENER, &body)
         .await
         .ctx(|| format!("create listener {}", p.name))?;
-    Ok(Progress::Waiting(format!("listener {} created", p.name)))
+    Ok(Progress::waiting(
+        "listener",
+        &p.name,
+        format!("listener {} created", p.name),
+    ))
 }
 
 async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress> {
-    let p = progress_of(&format!("listener {}", l.id), &l.provisioning_status);
+    let p = progress_of("listener", &l.id, &l.provisioning_status);
     if !p.is_done() {
         return Ok(p);
     }
@@ -245,7 +249,11 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
         let _: Listener = lbaas::update(s, LISTENER, &l.id, json!({"allowed_cidrs": value}))
             .await
             .ctx(|| format!("update allowed_cidrs of listener {}", l.id))?;
-        return Ok(Progress::Waiting(format!("listener {} updated", l.id)));
+        return Ok(Progress::waiting(
+            "listener",
+            &l.id,
+            format!("listener {} updated", l.id),
+        ));
     }
     let pool = match l.default_pool_id.as_deref() {
         Some(id) => get_opt::<Pool>(s, POOL, id).await?,
@@ -259,9 +267,13 @@ async fn ensure_port(s: &Session, w: &Want<'_>, l: &Listener) -> Result<Progress
         let _: Pool = lbaas::create(s, POOL, &body)
             .await
             .ctx(|| format!("create pool {}", w.plan.name))?;
-        return Ok(Progress::Waiting(format!("pool {} created", w.plan.name)));
+        return Ok(Progress::waiting(
+            "pool",
+            &w.plan.name,
+            format!("pool {} created", w.plan.name),
+        ));
     };
-    let p = progress_of(&format!("pool {}", pool.id), &pool.provisioning_status);
+    let p = progress_of("pool", &pool.id, &pool.provisioning_status);
     if !p.is_done() {
         return Ok(p);
     }
@@ -282,10 +294,11 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         let _: HealthMonitor = lbaas::create(s, HEALTH_MONITOR, &body)
             .await
             .ctx(|| format!("create healthmonitor {}", w.plan.name))?;
-        return Ok(Progress::Waiting(format!(
-            "monitor {} created",
-            w.plan.name
-        )));
+        return Ok(Progress::waiting(
+            "monitor",
+            &w.plan.name,
+            format!("monitor {} created", w.plan.name),
+        ));
     };
     let current = MonitorSettings {
         delay: hm.delay,
@@ -299,10 +312,11 @@ async fn ensure_monitor(s: &Session, w: &Want<'_>, pool: &Pool) -> Result<Progre
         let _: HealthMonitor = lbaas::update(s, HEALTH_MONITOR, &hm.id, changes)
             .await
             .ctx(|| format!("update healthmonitor {}", hm.id))?;
-        return Ok(Progress::Waiting(format!("monitor {} updated", hm.id)));
+        return Ok(Progress::waiting(
+            "monitor",
+            &hm.id,
+            format!("monitor {} updated", hm.id),
+        ));
     }
-    Ok(progress_of(
-        &format!("monitor {}", hm.id),
-        &hm.provisioning_status,
-    ))
+    Ok(progress_of("monitor", &hm.id, &hm.provisioning_status))
 }

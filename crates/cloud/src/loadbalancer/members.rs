@@ -30,14 +30,13 @@ pub struct MemberTarget<'a> {
 /// The load balancer when it is ACTIVE (members can only change then).
 async fn active_lb(s: &Session, lb_id: &str) -> Result<Progress<LbWithRefs>> {
     let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, lb_id).await? else {
-        return Ok(Progress::Waiting(format!(
-            "load balancer {lb_id} not found"
-        )));
+        return Ok(Progress::waiting(
+            "load balancer",
+            lb_id,
+            format!("load balancer {lb_id} not found"),
+        ));
     };
-    let progress = progress_of(
-        &format!("load balancer {lb_id}"),
-        &lb.lb.provisioning_status,
-    );
+    let progress = progress_of("load balancer", lb_id, &lb.lb.provisioning_status);
     Ok(progress.map(|()| lb))
 }
 
@@ -84,9 +83,11 @@ pub async fn ensure_port_member(
         .ctx(|| format!("get port {port_id}"))?;
     match vip_address(&port) {
         Some(address) => ensure_member(s, t, &address).await,
-        None => Ok(Progress::Waiting(format!(
-            "port {port_id} has no address yet"
-        ))),
+        None => Ok(Progress::waiting(
+            "port",
+            port_id,
+            format!("port {port_id} has no address yet"),
+        )),
     }
 }
 
@@ -99,7 +100,11 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
     let listeners = listeners_of(s, &lb).await?;
     for &port in t.ports {
         let Some(pool) = pool_of(s, &lb, &listeners, port).await? else {
-            return Ok(Progress::Waiting(format!("no pool yet for port {port}")));
+            return Ok(Progress::waiting(
+                "pool",
+                format!("port {port}"),
+                format!("no pool yet for port {port}"),
+            ));
         };
         let name = capo_api::names::lb_member_name(&lb.lb.name, port, t.machine);
         let members = lbaas::list_members(s, &pool.id)
@@ -114,7 +119,11 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                 lbaas::delete_member(s, &pool.id, &m.id)
                     .await
                     .ctx(|| format!("delete member {}", m.id))?;
-                return Ok(Progress::Waiting(format!("member {name} replaced")));
+                return Ok(Progress::waiting(
+                    "member",
+                    &name,
+                    format!("member {name} replaced"),
+                ));
             }
             None => {
                 let body = MemberCreate {
@@ -127,7 +136,11 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                     .await
                     .ctx(|| format!("create member {name}"));
                 return match created {
-                    Ok(_) => Ok(Progress::Waiting(format!("member {name} created"))),
+                    Ok(_) => Ok(Progress::waiting(
+                        "member",
+                        &name,
+                        format!("member {name} created"),
+                    )),
                     Err(e) => busy_or(s, t.lb_id, e).await,
                 };
             }
@@ -142,10 +155,7 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
     let Some(lb) = get_opt::<LbWithRefs>(s, LOAD_BALANCER, t.lb_id).await? else {
         return Ok(Progress::Done(()));
     };
-    let p = progress_of(
-        &format!("load balancer {}", t.lb_id),
-        &lb.lb.provisioning_status,
-    );
+    let p = progress_of("load balancer", t.lb_id, &lb.lb.provisioning_status);
     if !p.is_done() {
         return Ok(p);
     }
@@ -165,7 +175,11 @@ pub async fn delete_member(s: &Session, t: MemberTarget<'_>) -> Result<Progress>
                 Ok(Some(_)) => {}
                 Err(e) => return busy_or(s, t.lb_id, e).await,
             }
-            return Ok(Progress::Waiting(format!("member {name} deleted")));
+            return Ok(Progress::waiting(
+                "member",
+                &name,
+                format!("member {name} deleted"),
+            ));
         }
     }
     Ok(Progress::Done(()))

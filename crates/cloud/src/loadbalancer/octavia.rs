@@ -35,11 +35,11 @@ impl Tagged for LbWithRefs {
     }
 }
 
-/// Octavia provisioning status → progress (`ACTIVE` is ready).
-pub(crate) fn progress_of(what: &str, status: &str) -> Progress {
+/// Octavia provisioning status of `on` `id` → progress (`ACTIVE` is ready).
+pub(crate) fn progress_of(on: &'static str, id: &str, status: &str) -> Progress {
     match status {
         "ACTIVE" => Progress::Done(()),
-        "ERROR" => Progress::Stuck(format!("{what} is in provisioning status ERROR")),
-        other => Progress::Waiting(format!("{what} is {other}")),
+        "ERROR" => Progress::Stuck(format!("{on} {id} is in provisioning status ERROR")),
+        other => Progress::waiting(on, id, format!("{on} {id} is {other}")),
     }
 }

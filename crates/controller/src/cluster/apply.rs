@@ -45,9 +45,9 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     }
     match reconcile_endpoint(scope, &s).await? {
         Progress::Done(()) => {}
-        Progress::Waiting(why) => {
+        Progress::Waiting(w) => {
             return scope
-                .waiting(API_ENDPOINT_READY, "LoadBalancerNotReady", why)
+                .waiting(API_ENDPOINT_READY, "LoadBalancerNotReady", w)
                 .await;
         }
         Progress::Stuck(why) => {
@@ -60,9 +60,9 @@ pub(super) async fn apply(scope: &mut Scope<'_>, cluster: Option<&Cluster>) -> R
     scope.step = super::extensions::EXTENSIONS_READY;
     match super::extensions::reconcile_cloud(scope, &s, inp.pod_cidr).await? {
         Progress::Done(()) => {}
-        Progress::Waiting(why) => {
+        Progress::Waiting(w) => {
             return scope
-                .waiting(super::extensions::EXTENSIONS_READY, "IngressNotReady", why)
+                .waiting(super::extensions::EXTENSIONS_READY, "IngressNotReady", w)
                 .await;
         }
         // Octavia does not leave ERROR by itself: the cluster is not provisioned until the

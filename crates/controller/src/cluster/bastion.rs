@@ -252,8 +252,10 @@ pub(super) async fn remove_bastion(
                 }
             }
         }
-        return Ok(Progress::Waiting(
-            "waiting for the bastion server to be deleted".into(),
+        return Ok(Progress::waiting(
+            "bastion server",
+            "",
+            "waiting for the bastion server to be deleted",
         ));
     }
     // Only when a bastion existed: a steady cluster without bastion makes no request here.
@@ -274,5 +276,5 @@ pub(super) async fn remove_bastion(
 /// The bastion is not ready yet: BastionReady says why.
 fn waiting(scope: &mut Scope<'_>, reason: &str, why: &str) -> Progress {
     scope.set(BASTION_READY, State::info(reason, why));
-    Progress::Waiting(why.to_owned())
+    Progress::waiting("bastion", reason, why)
 }

@@ -25,7 +25,7 @@ use crate::stored::Stored;
 /// Delete everything of the cluster (Done once nothing is left).
 pub(super) async fn cleanup(scope: &mut Scope<'_>, cluster: &str) -> Result<Progress> {
     if let Some(waiting) = machines_left(scope, cluster).await? {
-        return Ok(Progress::Waiting(waiting));
+        return Ok(Progress::waiting("machines", "", waiting));
     }
     let s = scope.session().await?;
     let servers: Api<OpenStackServer> =

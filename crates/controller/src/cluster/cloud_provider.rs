@@ -102,10 +102,11 @@ pub(super) async fn sweep(scope: &mut Scope<'_>, s: &Session, cluster: &str) -> 
             }
             scope.set(CLOUD_PROVIDER_RESOURCES_DELETED, State::True);
         }
-        Progress::Waiting(why) | Progress::Stuck(why) => {
+        not_yet @ (Progress::Waiting(_) | Progress::Stuck(_)) => {
+            let why = not_yet.why().unwrap_or_default().to_owned();
             scope.set(
                 CLOUD_PROVIDER_RESOURCES_DELETED,
-                State::info("Deleting", why.clone()),
+                State::info("Deleting", why),
             );
         }
     }

@@ -19,7 +19,11 @@ use crate::error::{Error, Result};
 /// Ensure the API load balancer (when enabled) and its floating IP.
 async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<Progress> {
     let Some(net) = scope.status.network.clone() else {
-        return Ok(Progress::Waiting("cluster network not ready".into()));
+        return Ok(Progress::waiting(
+            "network",
+            "",
+            "cluster network not ready",
+        ));
     };
     let spec = &scope.obj.spec;
     let lb_spec = spec.api_server_load_balancer.clone().unwrap_or_default();
@@ -133,7 +137,11 @@ pub(super) async fn reconcile_endpoint(scope: &mut Scope<'_>, s: &Session) -> Re
         match decide(&scope.obj.spec, &inputs) {
             EndpointDecision::Use(ep) => return publish(scope, ep).await,
             EndpointDecision::WaitForLoadBalancer => {
-                return Ok(Progress::Waiting("load balancer has no address yet".into()));
+                return Ok(Progress::waiting(
+                    "load balancer",
+                    "",
+                    "load balancer has no address yet",
+                ));
             }
             EndpointDecision::NeedFloatingIp { .. } if floating_ip.is_none() => {
                 let Some(ext) = scope.status.external_network.clone() else {
@@ -163,7 +171,7 @@ async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<
         .and_then(|c| c.vip_address.clone());
     let mut v = vips::ensure_port(scope, s, false, address.as_deref()).await?;
     let Some(port_id) = v.port_id.clone() else {
-        return Ok(Progress::Waiting("VIP port has no ID".into()));
+        return Ok(Progress::waiting("VIP port", "", "VIP port has no ID"));
     };
     let osc = scope.obj;
     if osc.spec.wants_api_floating_ip()
@@ -174,7 +182,11 @@ async fn reconcile_keepalived_vip(scope: &mut Scope<'_>, s: &Session) -> Result<
         v = vips::vip_floating_ip(scope, s, false, v, &target).await?;
     }
     let Some(host) = v.floating_ip.or(v.vip) else {
-        return Ok(Progress::Waiting("VIP port has no address yet".into()));
+        return Ok(Progress::waiting(
+            "VIP port",
+            port_id,
+            "VIP port has no address yet",
+        ));
     };
     let port = Some(scope.obj.spec.api_server_port());
     publish(

@@ -357,9 +357,7 @@ async fn reconcile_ingress(
             Ok(None)
         }
         // The cluster's load balancer shows the member's progress; the machine writes at Ready.
-        Progress::Waiting(why) => Ok(Some(
-            scope.waiting_unwritten(cond, "Progressing", why).await?,
-        )),
+        Progress::Waiting(w) => Ok(Some(scope.waiting_unwritten(cond, "Progressing", w).await?)),
         Progress::Stuck(why) => {
             let reason = capo_api::constants::condition_reasons::LOAD_BALANCER_MEMBER_ERROR;
             Ok(Some(scope.stuck(cond, reason, why).await?))

@@ -76,8 +76,10 @@ pub(super) async fn cleanup(
         }
         scope.status.ready = Some(false);
         // The server's deletion wakes this machine (owned object); the requeue is a safety net.
-        return Ok(Progress::Waiting(
-            "waiting for the server to be deleted".into(),
+        return Ok(Progress::waiting(
+            "server",
+            "",
+            "waiting for the server to be deleted",
         ));
     }
     if control_plane && let Some(osc) = osc {

@@ -122,8 +122,10 @@ pub(super) async fn ensure(
             };
             Ok(lb::ensure_port_member(s, t, port_id).await?)
         }
-        Mode::LoadBalancerPending => Ok(Progress::Waiting(
-            "waiting for the API load balancer".into(),
+        Mode::LoadBalancerPending => Ok(Progress::waiting(
+            "API load balancer",
+            "",
+            "waiting for the API load balancer",
         )),
         Mode::FloatingIp(host) => {
             fip::move_address(s, host, Some(port_id), MoveFrom::Nowhere).await?;

@@ -66,9 +66,8 @@ impl Lookups {
                     id: Some(id),
                     ..Default::default()
                 },
-                Progress::Waiting(why) | Progress::Stuck(why) => {
-                    return Ok(Progress::Waiting(why));
-                }
+                Progress::Waiting(w) => return Ok(Progress::Waiting(w)),
+                Progress::Stuck(why) => return Ok(Progress::waiting("ORC image", &r.name, why)),
             },
             None => spec.image.clone(),
         };

@@ -20,11 +20,15 @@ pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
     delete_orphans(scope, &mut standing, &claims, &paused).await?;
     if !standing.is_empty() {
         let names: Vec<&str> = standing.iter().map(|a| a.name.as_str()).collect();
-        return Ok(Progress::Waiting(format!(
-            "{} IPAddresses still use the pool: {}",
-            names.len(),
-            names.join(", ")
-        )));
+        return Ok(Progress::waiting(
+            "IPAddresses",
+            "",
+            format!(
+                "{} IPAddresses still use the pool: {}",
+                names.len(),
+                names.join(", ")
+            ),
+        ));
     }
     let spec = &scope.obj.spec;
     let ours: Vec<String> = inventory

@@ -11,8 +11,8 @@ use capo_api::v1beta1::{
     MachineAddress, ResolvedMachineSpec, SchedulerHintValueType, TypedLocalObjectReference,
 };
 use capo_api::v1beta2::PortStatus;
-use capo_cloud::Progress;
 use capo_cloud::instance::{self, EnsuredVolume, ServerRequest};
+use capo_cloud::{Progress, Wait};
 use capo_openstack::Session;
 use capo_openstack::compute::{Server, UserData};
 use k8s_openapi::api::core::v1::Secret;
@@ -71,8 +71,12 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
                 scope.status.resolved = Some(v1alpha1_resolved(&r)?);
                 r
             }
-            Progress::Waiting(why) | Progress::Stuck(why) => {
-                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
+            Progress::Waiting(w) => {
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, w).await;
+            }
+            Progress::Stuck(why) => {
+                let w = Wait::new("resolution", "", why);
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, w).await;
             }
         },
     };
@@ -85,8 +89,12 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
             .inspect_err(|_| scope.state.unseen.mark(&key))?
         {
             Progress::Done(req) => req,
-            Progress::Waiting(why) | Progress::Stuck(why) => {
-                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, why).await;
+            Progress::Waiting(w) => {
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, w).await;
+            }
+            Progress::Stuck(why) => {
+                let w = Wait::new("server resources", "", why);
+                return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, w).await;
             }
         },
     };
@@ -206,9 +214,11 @@ async fn user_data(scope: &Scope<'_>) -> Result<Progress<Option<UserData>>> {
         .and_then(|mut d| d.remove("value"));
     Ok(match value {
         Some(v) => Progress::Done(Some(UserData::new(v.0))),
-        None => Progress::Waiting(format!(
-            "waiting for key \"value\" of user data Secret {name}"
-        )),
+        None => Progress::waiting(
+            "user data Secret",
+            &name,
+            format!("waiting for key \"value\" of user data Secret {name}"),
+        ),
     })
 }
 
@@ -369,10 +379,13 @@ async fn pool_address(
             }
             Ok(None)
         }
-        Progress::Waiting(why) | Progress::Stuck(why) => {
+        not_yet @ (Progress::Waiting(_) | Progress::Stuck(_)) => {
             scope.status.ready = false;
-            let waiting =
-                scope.waiting(FLOATING_ADDRESS_FROM_POOL_READY, "WaitingForIPAddress", why);
+            let w = match not_yet {
+                Progress::Waiting(w) => w,
+                other => Wait::new("pool address", &pool.name, other.why().unwrap_or_default()),
+            };
+            let waiting = scope.waiting(FLOATING_ADDRESS_FROM_POOL_READY, "WaitingForIPAddress", w);
             Ok(Some(waiting.await?))
         }
     }
@@ -388,13 +401,12 @@ async fn not_ready(scope: &mut Scope<'_>, server: Server) -> Result<Action> {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "BUILD".into());
     let reason = format!("server {} is {state}", scope.owner.name);
-    scope.status.instance_id = Some(server.id);
+    scope.status.instance_id = Some(server.id.clone());
     scope.status.ready = false;
     if state == "BUILD" {
         scope.status.instance_state = Some(state);
-        return scope
-            .waiting(INSTANCE_READY, INSTANCE_NOT_READY, reason)
-            .await;
+        let w = Wait::new("server", server.id, reason);
+        return scope.waiting(INSTANCE_READY, INSTANCE_NOT_READY, w).await;
     }
     scope.forget();
     scope.status.instance_state = Some(state);

@@ -41,18 +41,24 @@ pub(super) async fn ensure(
         .kctx(|| format!("get IPAddressClaim {name}"))?
     else {
         create_claim(scope, &api, &name, pool).await?;
-        return Ok(Progress::Waiting(format!(
-            "waiting for IPAddressClaim {name} to be fulfilled"
-        )));
+        return Ok(Progress::waiting(
+            "IPAddressClaim",
+            &name,
+            format!("waiting for IPAddressClaim {name} to be fulfilled"),
+        ));
     };
     let Some(address_name) = claim.data["status"]["addressRef"]["name"]
         .as_str()
         .filter(|n| !n.is_empty())
     else {
-        return Ok(Progress::Waiting(format!(
-            "waiting for pool {} to fulfil IPAddressClaim {name}",
-            pool.name
-        )));
+        return Ok(Progress::waiting(
+            "IPAddressClaim",
+            &name,
+            format!(
+                "waiting for pool {} to fulfil IPAddressClaim {name}",
+                pool.name
+            ),
+        ));
     };
     let addresses = ipam::addresses(&scope.ctx.shared.client, &scope.namespace);
     let Some(ip) = addresses
@@ -60,23 +66,28 @@ pub(super) async fn ensure(
         .await
         .kctx(|| format!("get IPAddress {address_name}"))?
     else {
-        return Ok(Progress::Waiting(format!(
-            "waiting for IPAddress {address_name}"
-        )));
+        return Ok(Progress::waiting(
+            "IPAddress",
+            address_name,
+            format!("waiting for IPAddress {address_name}"),
+        ));
     };
     let Some(address) = ip.data["spec"]["address"]
         .as_str()
         .filter(|a| !a.is_empty())
     else {
-        return Ok(Progress::Waiting(format!(
-            "IPAddress {address_name} has no address yet"
-        )));
+        return Ok(Progress::waiting(
+            "IPAddress",
+            address_name,
+            format!("IPAddress {address_name} has no address yet"),
+        ));
     };
     if !fip::move_address(s, address, Some(port_id), MoveFrom::Anywhere).await? {
-        return Ok(Progress::Waiting(format!(
-            "floating IP {address} of pool {} not found",
-            pool.name
-        )));
+        return Ok(Progress::waiting(
+            "floating IP",
+            address,
+            format!("floating IP {address} of pool {} not found", pool.name),
+        ));
     }
     Ok(Progress::Done(address.to_owned()))
 }

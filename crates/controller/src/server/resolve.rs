@@ -47,7 +47,8 @@ impl Resolver<'_> {
     ) -> Result<Progress<ResolvedMachineSpec>> {
         let image_id = match self.image(oss, &spec.image).await? {
             Progress::Done(id) => id,
-            Progress::Waiting(why) | Progress::Stuck(why) => return Ok(Progress::Waiting(why)),
+            Progress::Waiting(w) => return Ok(Progress::Waiting(w)),
+            Progress::Stuck(why) => return Ok(Progress::waiting("image", "", why)),
         };
         let flavor_key = format!("{:?}|{:?}", spec.flavor, spec.flavor_id);
         let flavor_id = self
@@ -194,15 +195,19 @@ pub(crate) async fn orc_image_id(
         .await
         .kctx(|| format!("get ORC Image {ns}/{name}"))?
     else {
-        return Ok(Progress::Waiting(format!(
-            "waiting for ORC Image {name} to exist"
-        )));
+        return Ok(Progress::waiting(
+            "ORC image",
+            name,
+            format!("waiting for ORC Image {name} to exist"),
+        ));
     };
     let id = img.data["status"]["id"].as_str().unwrap_or_default();
     if id.is_empty() {
-        return Ok(Progress::Waiting(format!(
-            "waiting for ORC Image {name} to have an ID"
-        )));
+        return Ok(Progress::waiting(
+            "ORC image",
+            name,
+            format!("waiting for ORC Image {name} to have an ID"),
+        ));
     }
     Ok(Progress::Done(id.to_owned()))
 }

@@ -44,7 +44,11 @@ pub(super) async fn reconcile(
     ingress: &IngressLoadBalancer,
 ) -> Result<Progress> {
     let Some(net) = scope.status.network.clone() else {
-        return Ok(Progress::Waiting("cluster network not ready".into()));
+        return Ok(Progress::waiting(
+            "network",
+            "",
+            "cluster network not ready",
+        ));
     };
     let mut v: VipStatus = super::vips::recorded(scope, true);
     let name = ingress_lb_name(&scope.owner.namespace, &scope.owner.name);
