@@ -412,3 +412,70 @@ async fn two_clusters_sharing_an_identity_secret_release_it_with_the_last() {
         .await
         .unwrap();
 }
+
+/// A rule added by hand to a converged cluster's security group goes once the strict-rules
+/// annotation is set: the annotation is an input of the network layer, whose memo entry would
+/// otherwise skip the security groups until the verify period (here an hour).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_rules_annotation_on_a_converged_cluster_removes_rules_added_by_hand() {
+    use capo_openstack::{Request, Service};
+    let mut h = Harness::new("strict").await;
+    h.options.verify_period = Duration::from_secs(3600);
+    h.start();
+    h.create_cluster("s1", MANAGED_LB).await;
+    let o = h.wait_ready("s1").await;
+    let sg = o.status.unwrap().control_plane_security_group.unwrap().id;
+    let rule: serde_json::Value = h
+        .session()
+        .send_json(&Request::post(
+            Service::Network,
+            "security-group-rules",
+            "test_hand_rule",
+            serde_json::json!({"security_group_rule": {
+                "security_group_id": sg, "direction": "ingress", "ethertype": "IPv4",
+                "protocol": "tcp", "port_range_min": 2222, "port_range_max": 2222,
+                "remote_ip_prefix": "192.0.2.0/24"}}),
+        ))
+        .await
+        .expect("add a rule by hand");
+    let id = rule["security_group_rule"]["id"].clone();
+    let present = |items: &std::collections::BTreeMap<String, Vec<serde_json::Value>>| {
+        items
+            .get("security_group_rules")
+            .is_some_and(|rules| rules.iter().any(|r| r["id"] == id))
+    };
+    assert!(present(&h.items().await), "the hand rule was made");
+    // Not strict: the hand rule stays through a steady reconcile.
+    h.clusters()
+        .patch(
+            "s1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {"nudge": "1"}}})),
+        )
+        .await
+        .expect("label");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        present(&h.items().await),
+        "left alone without the annotation"
+    );
+    let strict = capo_api::constants::STRICT_RULES_ANNOTATION;
+    h.clusters()
+        .patch(
+            "s1",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                serde_json::json!({"metadata": {"annotations": {strict: "true"}}}),
+            ),
+        )
+        .await
+        .expect("annotate");
+    poll(
+        30,
+        || async { (!present(&h.items().await)).then_some(()) },
+        || async { "the hand rule is still there under the strict-rules annotation".into() },
+    )
+    .await;
+    h.delete_cluster("s1").await;
+    h.wait_gone("s1", 60).await;
+}

@@ -11,6 +11,7 @@ use capo_api::names::provider_id;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Initialization, OpenStackCluster};
 use capo_cloud::Progress;
+use capo_openstack::Session;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::runtime::controller::Action;
@@ -216,14 +217,19 @@ async fn node_resources(
     if inp.osc.spec.extensions.is_none() {
         return Ok(());
     }
-    let s = session_for(
+    let s = server_session(scope, oss).await?;
+    super::extensions::reconcile_node_resources(scope, inp.osc, &s, oss).await
+}
+
+/// The session of the machine's server's identity.
+async fn server_session(scope: &Scope<'_>, oss: &OpenStackServer) -> Result<Session> {
+    session_for(
         scope.ctx,
         &scope.object(),
         &scope.namespace,
         &identity(&oss.spec),
     )
-    .await?;
-    super::extensions::reconcile_node_resources(scope, inp.osc, &s, oss).await
+    .await
 }
 
 /// The machine is ready: announce it the first time, write, and remember it converged.
@@ -344,13 +350,7 @@ async fn reconcile_ingress(
             "the server has no port for API traffic".into(),
         ));
     };
-    let s = session_for(
-        scope.ctx,
-        &scope.object(),
-        &scope.namespace,
-        &identity(&oss.spec),
-    )
-    .await?;
+    let s = server_session(scope, oss).await?;
     match ingress::ensure(&s, mode, &scope.name, &port_id).await? {
         Progress::Done(()) => {
             scope.set(cond, State::True);
