@@ -14,8 +14,8 @@
 //!
 //! Nothing here waits: Octavia accepts one change at a time per load balancer and answers 409
 //! while it is `PENDING_*`, so every function makes at most one Octavia write and returns
-//! [`Progress::NotReady`]; the caller requeues and calls again. The caller calls these only
-//! when `spec.apiServerLoadBalancer.enabled` is true.
+//! [`crate::Progress::Waiting`] (naming the resource awaited); the caller requeues and calls
+//! again. The caller calls these only when `spec.apiServerLoadBalancer.enabled` is true.
 //!
 //! ## Request budget (capo-sim, warm session, 2 ports + floating IP; `tests/loadbalancer.rs`)
 //! Create: 10 writes (LB, then listener, pool, monitor per port, FIP allocate, tag, associate)

@@ -132,7 +132,7 @@ pub(crate) async fn find_lb(
 /// Ensure the API load balancer and, once it is ACTIVE, its listeners, pools and monitors.
 ///
 /// Returns the IDs as soon as the load balancer exists (also right after the create), with
-/// [`Progress::NotReady`] while Octavia is busy; at most one Octavia write per call.
+/// [`Progress::Waiting`] while Octavia is busy; at most one Octavia write per call.
 pub async fn ensure_api_load_balancer(
     s: &Session,
     owner: &Owner,
@@ -311,7 +311,7 @@ async fn flavor_if_exists(s: &Session, wanted: &str) -> Result<Option<String>> {
 }
 
 /// Delete the API load balancer with everything in it (cascade). `Ready` once it is gone;
-/// `NotReady` while Octavia is busy with it or deleting it. Another cluster's load balancer of
+/// `Progress::Waiting` while Octavia is busy with it or deleting it. Another cluster's load balancer of
 /// the same name is left alone.
 pub async fn delete_api_load_balancer(
     s: &Session,
