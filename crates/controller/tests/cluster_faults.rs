@@ -384,3 +384,87 @@ spec:
         h.inventory().await
     );
 }
+
+/// The identity Secret's clouds.yaml with the cloud moved to `region` and the given endpoint
+/// keys (`interface`, `endpoint_type`) set.
+fn in_region(clouds_yaml: &str, region: &str, keys: &[(&str, &str)]) -> String {
+    let mut doc: serde_json::Value = yaml_serde::from_str(clouds_yaml).unwrap();
+    let cloud = &mut doc["clouds"][common::cloud::CLOUD];
+    cloud["region_name"] = region.into();
+    for (k, v) in keys {
+        cloud[*k] = (*v).into();
+    }
+    yaml_serde::to_string(&doc).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoint_type_internal_works_in_a_region_whose_public_endpoints_are_closed() {
+    use capo_openstack::Credentials;
+    use capo_openstack::request::{Request, Service};
+    let mut h = Harness::new("internal").await;
+    let region = h.cloud.internal_only_region().await;
+    let clouds = h.cloud.clouds_yaml();
+    // `endpoint_type` wins over `interface` (as upstream reads it): internal endpoints only.
+    let internal = in_region(
+        &clouds,
+        &region,
+        &[("interface", "public"), ("endpoint_type", "internal")],
+    );
+    let public = in_region(&clouds, &region, &[("endpoint_type", "publicURL")]);
+    let session = |yaml: &str| {
+        let creds = Credentials::from_clouds_yaml(yaml, common::cloud::CLOUD, None, None).unwrap();
+        h.sessions.session(&creds).unwrap()
+    };
+    // The region's public endpoints really are closed.
+    let networks = Request::get(Service::Network, "networks", "test_networks");
+    let err = session(&public)
+        .list::<serde_json::Value>(&networks, "networks")
+        .await
+        .expect_err("a public endpoint of the internal-only region answered");
+    println!("public endpoint: {err}");
+    // Every service capo calls answers on its internal endpoint.
+    let s = session(&internal);
+    for (service, path, key) in [
+        (Service::Network, "networks", "networks"),
+        (Service::Compute, "flavors", "flavors"),
+        (Service::Image, "images", "images"),
+        (Service::BlockStorage, "volumes", "volumes"),
+        (
+            Service::LoadBalancer,
+            "lbaas/loadbalancers",
+            "loadbalancers",
+        ),
+    ] {
+        let req = Request::get(service, path, "test_list");
+        s.list::<serde_json::Value>(&req, key)
+            .await
+            .unwrap_or_else(|e| panic!("{path} on the internal endpoint: {e}"));
+    }
+    // A cluster whose identity names that region and endpoint_type: made and deleted.
+    h.apply(
+        &serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "internal-config"},
+            "stringData": {"clouds.yaml": internal},
+        })
+        .to_string(),
+    )
+    .await;
+    h.start();
+    h.create_cluster(
+        "int",
+        "identityRef:\n  name: internal-config\n  cloudName: openstack\nmanagedSubnets:\n- cidr: 10.8.0.0/24\nmanagedSecurityGroups: {}\n",
+    )
+    .await;
+    let o = h.wait_ready("int").await;
+    assert!(o.status.unwrap().network.is_some(), "network made");
+    assert!(h.inventory().await.contains_key("networks"));
+    h.delete_cluster("int").await;
+    h.wait_gone("int", 60).await;
+    assert!(
+        h.inventory().await.is_empty(),
+        "left behind: {:?}",
+        h.inventory().await
+    );
+    h.cloud.remove_internal_only_region(&region).await;
+}

@@ -30,8 +30,29 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
     let mut h = Harness::new("lb").await;
     h.start();
     let memo_at_start = h.memo_sizes();
+    // Every (internalIP, ip) the status shows while the cluster is made, read every 20 ms.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let watcher = {
+        let (api, seen) = (h.clusters(), seen.clone());
+        tokio::spawn(async move {
+            loop {
+                let lb = (api.get_opt("c1").await.ok().flatten())
+                    .and_then(|o| o.status)
+                    .and_then(|s| s.api_server_load_balancer);
+                if let Some(lb) = lb {
+                    let pair = (lb.internal_ip, lb.ip);
+                    let mut seen = seen.lock().unwrap();
+                    if seen.last() != Some(&pair) {
+                        seen.push(pair);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
     h.create_cluster("c1", MANAGED_LB).await;
     let o = h.wait_ready("c1").await;
+    watcher.abort();
     let st = o.status.clone().unwrap();
     let ep = o.spec.control_plane_endpoint.clone().unwrap();
     let lb = st.api_server_load_balancer.clone().unwrap();
@@ -42,6 +63,16 @@ async fn managed_network_with_load_balancer_create_steady_delete() {
     );
     assert_eq!(ep.port, Some(6443));
     assert!(lb.ip.starts_with("172.24.4."), "{lb:?}");
+    // What upstream writes, phase by phase: the VIP in internalIP from the first write, `ip`
+    // empty until the floating IP exists and then that address; never the VIP in `ip` (readers
+    // take `ip` as the public address).
+    let seen = seen.lock().unwrap().clone();
+    println!("apiServerLoadBalancer (internalIP, ip) as seen: {seen:?}");
+    assert!(!seen.is_empty());
+    for (internal, ip) in &seen {
+        assert_eq!(internal, &lb.internal_ip, "{seen:?}");
+        assert!(ip.is_empty() || ip == &lb.ip, "{seen:?}");
+    }
     assert_eq!(st.network.as_ref().unwrap().subnets.len(), 1);
     assert!(st.router.is_some());
     assert!(st.control_plane_security_group.is_some() && st.worker_security_group.is_some());

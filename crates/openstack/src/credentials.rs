@@ -22,7 +22,7 @@ mod selector;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use clouds_yaml::{AuthMethod, AuthSection, CloudEntry, CloudsYaml, Secret};
+pub use clouds_yaml::{AuthMethod, AuthSection, CloudEntry, CloudsYaml, Interface, Secret};
 pub use selector::{LabelSelector, LabelSelectorRequirement};
 
 use crate::error::{Error, Result};
@@ -133,6 +133,8 @@ pub struct Credentials {
     pub ca_pem: Option<Vec<u8>>,
     /// Authentication method, validated.
     pub method: AuthMethod,
+    /// Endpoint interface, validated: `endpoint_type`, else `interface`, else public.
+    pub interface: Interface,
 }
 
 impl fmt::Debug for Credentials {
@@ -141,6 +143,7 @@ impl fmt::Debug for Credentials {
             .field("cloud_name", &self.cloud_name)
             .field("auth_url", &self.entry.auth.auth_url)
             .field("method", &self.method)
+            .field("interface", &self.interface)
             .field("region", &self.region)
             .field("ca_pem", &self.ca_pem.as_ref().map(|_| "<present>"))
             .finish_non_exhaustive()
@@ -189,6 +192,11 @@ impl Credentials {
                 "key {CLOUDS_YAML_KEY:?}, cloud {cloud_name:?}: {e}"
             ))
         })?;
+        let interface = entry.endpoint_interface().map_err(|e| {
+            ctx(format!(
+                "key {CLOUDS_YAML_KEY:?}, cloud {cloud_name:?}: {e}"
+            ))
+        })?;
         let ca_pem = match data.get(CACERT_KEY) {
             Some(pem) if !pem.is_empty() => {
                 crate::tls::parse_pem(pem).map_err(|e| ctx(format!("key {CACERT_KEY:?}: {e}")))?;
@@ -206,6 +214,7 @@ impl Credentials {
             region,
             ca_pem,
             method,
+            interface,
         })
     }
 
@@ -249,9 +258,10 @@ impl Credentials {
         self.entry.auth.auth_url.as_deref().unwrap_or_default()
     }
 
-    /// Endpoint interface (default `public`).
-    pub fn interface(&self) -> &str {
-        self.entry.interface.as_deref().unwrap_or("public")
+    /// The catalog interface of every endpoint this session uses: `endpoint_type`, else
+    /// `interface`, else `public` ([`CloudEntry::endpoint_interface`], checked when parsed).
+    pub fn interface(&self) -> &'static str {
+        self.interface.as_str()
     }
 }
 

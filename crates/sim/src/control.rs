@@ -288,6 +288,12 @@ impl Control {
         self.shared.world.lock().seed.server_reclaim_ms = ms;
     }
 
+    /// Add the region [`Seed::internal_only_region`] to every catalog issued from now on; kept by
+    /// [`Control::reset`] (it is part of the seed).
+    pub fn set_internal_only_region(&self, region: &str) {
+        self.shared.world.lock().seed.internal_only_region = Some(region.to_owned());
+    }
+
     /// Reclaim every `SOFT_DELETED` server now, as Nova's periodic task does once
     /// `reclaim_instance_interval` has passed (ports Nova made deleted, others unbound, volumes
     /// detached, those marked `delete_on_termination` deleted); returns how many.

@@ -20,8 +20,14 @@ fn unauthorized() -> ApiError {
     ApiError::unauthorized(SVC)
 }
 
-/// The service catalog for a project.
-pub fn catalog(base: &str, project: &str, region: &str) -> Value {
+/// Where the public endpoints of [`Seed::internal_only_region`] point: a loopback port nothing
+/// listens on, so a client that uses them fails at once (connection refused).
+pub const CLOSED_ENDPOINT: &str = "http://127.0.0.1:1";
+
+/// The service catalog for a project: every service has a public and an internal endpoint at
+/// `base` in `region`, and, when `internal_only` names a region, an internal endpoint at `base`
+/// and a public one at [`CLOSED_ENDPOINT`] in that region.
+pub fn catalog(base: &str, project: &str, region: &str, internal_only: Option<&str>) -> Value {
     let services: [(&str, &str, String); 7] = [
         ("identity", "keystone", format!("{base}/identity")),
         ("compute", "nova", format!("{base}/compute/v2.1")),
@@ -42,11 +48,21 @@ pub fn catalog(base: &str, project: &str, region: &str) -> Value {
     let entries: Vec<Value> = services
         .iter()
         .map(|(ty, name, url)| {
-            let endpoints: Vec<Value> = ["public", "internal"]
-                .iter()
-                .map(|iface| {
-                    json!({"id": stable_id("endpoint", &format!("{ty}-{iface}")), "interface": iface,
-                           "region": region, "region_id": region, "url": url})
+            let closed = url.replacen(base, CLOSED_ENDPOINT, 1);
+            let mut endpoints: Vec<(&str, &str, &str)> =
+                vec![("public", region, url), ("internal", region, url)];
+            if let Some(r) = internal_only {
+                endpoints.extend([("public", r, closed.as_str()), ("internal", r, url)]);
+            }
+            let endpoints: Vec<Value> = endpoints
+                .into_iter()
+                .map(|(iface, r, url)| {
+                    let id = if r == region {
+                        stable_id("endpoint", &format!("{ty}-{iface}"))
+                    } else {
+                        stable_id("endpoint", &format!("{ty}-{iface}-{r}"))
+                    };
+                    json!({"id": id, "interface": iface, "region": r, "region_id": r, "url": url})
                 })
                 .collect();
             json!({"id": stable_id("service", ty), "type": ty, "name": name, "endpoints": endpoints})
@@ -91,7 +107,12 @@ fn token_body(w: &World, base: &str, t: &Token) -> Value {
             roles.push(json!({"id": stable_id("role", "admin"), "name": "admin"}));
         }
         body["roles"] = Value::Array(roles);
-        body["catalog"] = catalog(base, &p.id, &w.seed.region);
+        body["catalog"] = catalog(
+            base,
+            &p.id,
+            &w.seed.region,
+            w.seed.internal_only_region.as_deref(),
+        );
     }
     if let Some(ac) = t
         .app_cred
@@ -332,9 +353,18 @@ async fn get_project(State(st): State<AppState>, ctx: Ctx, Path(id): Path<String
 }
 
 async fn auth_catalog(State(st): State<AppState>, ctx: Ctx) -> ApiResult {
-    let region = st.world().seed.region.clone();
+    let (region, internal_only) = {
+        let w = st.world();
+        (w.seed.region.clone(), w.seed.internal_only_region.clone())
+    };
+    let catalog = catalog(
+        &st.base_url,
+        &ctx.project,
+        &region,
+        internal_only.as_deref(),
+    );
     ok(
-        json!({"catalog": catalog(&st.base_url, &ctx.project, &region), "links": {"self": format!("{}/identity/v3/auth/catalog", st.base_url)}}),
+        json!({"catalog": catalog, "links": {"self": format!("{}/identity/v3/auth/catalog", st.base_url)}}),
     )
 }
 
@@ -551,7 +581,7 @@ mod tests {
 
     #[test]
     fn catalog_has_every_service_twice() {
-        let c = catalog("http://h", "p1", "RegionOne");
+        let c = catalog("http://h", "p1", "RegionOne", None);
         let types: Vec<&str> = c
             .as_array()
             .into_iter()

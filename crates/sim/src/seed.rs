@@ -153,6 +153,10 @@ pub struct Seed {
     /// attached, outside the quota) and is reclaimed that long after, or earlier by
     /// `POST /_sim/reclaim` ([`crate::Control::reclaim_servers`]) or Nova's `forceDelete` action.
     pub server_reclaim_ms: u64,
+    /// A second region whose catalog entries have their internal endpoints at the simulator and
+    /// their public ones at a closed port ([`crate::identity::CLOSED_ENDPOINT`]): a client in that
+    /// region works only when it uses internal endpoints. `None` (the default): one region.
+    pub internal_only_region: Option<String>,
 }
 
 fn s(v: &str) -> String {
@@ -283,6 +287,7 @@ impl Default for Seed {
             ],
             quotas: quotas.into_iter().map(|(k, v)| (s(k), v)).collect(),
             server_reclaim_ms: 0,
+            internal_only_region: None,
         }
     }
 }

@@ -80,7 +80,8 @@ pub(crate) fn to_v1beta1(
         api_server_load_balancer: opt(
             &s.api_server_managed_load_balancer,
             "status.apiServerManagedLoadBalancer",
-        )?,
+        )?
+        .map(load_balancer_floating_ip),
         bastion: s
             .bastion
             .as_ref()
@@ -111,6 +112,16 @@ pub(crate) fn to_v1beta1(
 fn load_balancer_address(mut lb: v1beta2::LoadBalancer) -> v1beta2::LoadBalancer {
     if lb.ip.is_empty() {
         lb.ip = lb.internal_ip.clone();
+    }
+    lb
+}
+
+/// The way back: v1beta1's `ip` holds only the floating IP (upstream v0.14 writes it when the
+/// floating IP exists, and never the VIP), so the VIP that v1beta2 shows there becomes empty
+/// again. A floating IP is never the VIP, so the two directions undo each other.
+fn load_balancer_floating_ip(mut lb: v1beta1::LoadBalancer) -> v1beta1::LoadBalancer {
+    if lb.ip == lb.internal_ip {
+        lb.ip.clear();
     }
     lb
 }

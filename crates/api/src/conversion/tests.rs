@@ -253,3 +253,35 @@ fn same_version_is_the_identity_and_strangers_are_refused() {
     assert!(convert(V2, json!([1, 2])).is_err());
     assert!(convert(V2, json!({"apiVersion": 1, "kind": "OpenStackMachine"})).is_err());
 }
+
+#[test]
+fn load_balancer_ip_is_the_floating_ip_in_v1beta1_and_never_empty_in_v1beta2() {
+    let cluster = |ip: &str| {
+        json!({
+            "apiVersion": V1, "kind": "OpenStackCluster",
+            "metadata": {"name": "c", "generation": 1},
+            "spec": {"identityRef": {"name": "creds", "cloudName": "openstack"}},
+            "status": {"ready": false, "apiServerLoadBalancer": {
+                "name": "lb", "id": "1", "internalIP": "10.6.0.2", "ip": ip}}
+        })
+    };
+    let lb = |o: &Value, key: &str| o["status"][key].clone();
+    // Before the floating IP (and for good without one): empty in v1beta1, as upstream v0.14
+    // writes it; the VIP in v1beta2, whose schema requires an address.
+    let up = ok(convert(V2, cluster("")));
+    assert_eq!(lb(&up, "apiServerManagedLoadBalancer")["ip"], "10.6.0.2");
+    // Status reaches storage through the status subresource, which cannot write the
+    // conversion-data annotation: the way back must not need it.
+    let mut stored = up;
+    if let Some(meta) = stored["metadata"].as_object_mut() {
+        meta.remove("annotations");
+    }
+    let down = ok(convert(V1, stored));
+    assert_eq!(lb(&down, "apiServerLoadBalancer")["ip"], "");
+    assert_eq!(lb(&down, "apiServerLoadBalancer")["internalIP"], "10.6.0.2");
+    // With the floating IP: the same in both.
+    let up = ok(convert(V2, cluster("172.24.4.3")));
+    assert_eq!(lb(&up, "apiServerManagedLoadBalancer")["ip"], "172.24.4.3");
+    let down = ok(convert(V1, up));
+    assert_eq!(lb(&down, "apiServerLoadBalancer")["ip"], "172.24.4.3");
+}

@@ -95,6 +95,27 @@ impl TestCloud {
         }
     }
 
+    /// A region whose catalog reaches every service only through internal endpoints: its
+    /// public endpoints point at a closed loopback port. capo-sim adds it to its catalog; on the
+    /// real services the admin makes it beside the services' own region (remove it with
+    /// [`TestCloud::remove_internal_only_region`]).
+    pub async fn internal_only_region(&self) -> String {
+        match self {
+            TestCloud::Sim(s) => {
+                s.control().set_internal_only_region(SIM_INTERNAL_ONLY);
+                SIM_INTERNAL_ONLY.to_owned()
+            }
+            TestCloud::Real(p) => p.internal_only_region().await,
+        }
+    }
+
+    /// Delete the region of [`TestCloud::internal_only_region`] and its endpoints (real only).
+    pub async fn remove_internal_only_region(&self, region: &str) {
+        if let TestCloud::Real(p) = self {
+            p.remove_region(region).await;
+        }
+    }
+
     /// ID of the test project.
     pub fn project(&self) -> String {
         match self {
@@ -132,6 +153,16 @@ impl TestCloud {
             }
         }
     }
+}
+
+/// The simulator's internal-only region.
+const SIM_INTERNAL_ONLY: &str = "internal-only";
+
+/// `url` with its scheme, host and port replaced by a loopback port nothing listens on.
+fn closed_url(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    format!("{}{path}", capo_sim::identity::CLOSED_ENDPOINT)
 }
 
 /// Replace the cloud key `from` of a clouds.yaml with `to` (the simulator's names are fixed).
@@ -306,6 +337,62 @@ impl RealProject {
             clouds_yaml,
             admin_yaml,
         }
+    }
+
+    /// A region `<project>-internal` with, for every service of the services' own region, an
+    /// internal endpoint at the service's URL and a public one at a closed loopback port.
+    async fn internal_only_region(&self) -> String {
+        let (keystone, home) = self.admin_keystone().await;
+        let region = format!("{}-internal", self.project_name);
+        keystone
+            .create("regions", "region", json!({"id": region}))
+            .await;
+        let url = format!(
+            "{}/endpoints?interface=public&region_id={home}",
+            keystone.url
+        );
+        let listed = keystone.call(reqwest::Method::GET, &url, None).await;
+        let endpoints = listed["endpoints"].as_array().cloned().unwrap_or_default();
+        assert!(!endpoints.is_empty(), "no public endpoint in {home}");
+        for e in endpoints {
+            let service = e["service_id"].as_str().expect("service_id");
+            let url = e["url"].as_str().expect("url");
+            for (interface, url) in [("internal", url.to_owned()), ("public", closed_url(url))] {
+                keystone
+                    .create(
+                        "endpoints",
+                        "endpoint",
+                        json!({"service_id": service, "interface": interface, "url": url,
+                               "region_id": region}),
+                    )
+                    .await;
+            }
+        }
+        region
+    }
+
+    async fn remove_region(&self, region: &str) {
+        let (keystone, _) = self.admin_keystone().await;
+        let url = format!("{}/endpoints?region_id={region}", keystone.url);
+        let listed = keystone.call(reqwest::Method::GET, &url, None).await;
+        for e in listed["endpoints"].as_array().into_iter().flatten() {
+            let id = e["id"].as_str().expect("endpoint id");
+            let url = format!("{}/endpoints/{id}", keystone.url);
+            keystone.call(reqwest::Method::DELETE, &url, None).await;
+        }
+        let url = format!("{}/regions/{region}", keystone.url);
+        keystone.call(reqwest::Method::DELETE, &url, None).await;
+    }
+
+    /// The admin's Keystone and the services' region.
+    async fn admin_keystone(&self) -> (Keystone, String) {
+        let doc: yaml_serde::Value = yaml_serde::from_str(&self.admin_yaml).expect("admin yaml");
+        let admin = &doc["clouds"][ADMIN];
+        let home = admin["region_name"]
+            .as_str()
+            .expect("admin region_name")
+            .to_owned();
+        (Keystone::login(admin).await, home)
     }
 
     /// Neutron and Octavia collections are listed by the admin with a `project_id` filter

@@ -69,7 +69,7 @@ managedSecurityGroups: {{}}
         )
     };
     h.create_cluster("c1", &spec("nodes-b")).await;
-    h.wait_ready("c1").await;
+    let ready = h.wait_ready("c1").await;
     let st = h.cluster_status("c1").await;
     let listed: Vec<String> = (st.network.as_ref().unwrap().subnets.iter())
         .map(|sn| sn.id.clone())
@@ -82,6 +82,11 @@ managedSecurityGroups: {{}}
         .internal_ip
         .clone();
     assert!(vip.starts_with("10.51.0."), "API VIP {vip}");
+    // As upstream: `ip` holds only the floating IP, so with none it stays empty and the
+    // control-plane endpoint is the VIP.
+    assert_eq!(st.api_server_load_balancer.as_ref().unwrap().ip, "");
+    let endpoint = ready.spec.control_plane_endpoint.unwrap();
+    assert_eq!(endpoint.host.as_deref(), Some(vip.as_str()));
 
     create_machine(&h, "c1", "c1-cp-0", true, MACHINE).await;
     wait_machine_ready(&h, "c1-cp-0").await;

@@ -55,9 +55,12 @@ pub struct CloudEntry {
     /// Region (overridden by identityRef.region).
     #[serde(default)]
     pub region_name: Option<String>,
-    /// Endpoint interface (`public` by default).
+    /// Endpoint interface (`public` by default); [`CloudEntry::endpoint_interface`].
     #[serde(default)]
     pub interface: Option<String>,
+    /// The older name of `interface`, which upstream CAPO reads; wins when both are set.
+    #[serde(default)]
+    pub endpoint_type: Option<String>,
     /// `verify: false` disables certificate verification (honoured with a warning).
     #[serde(default)]
     pub verify: Option<bool>,
@@ -91,6 +94,40 @@ pub struct AuthSection {
     pub token: Option<Secret>,
 }
 
+/// Which of the catalog's endpoints a session uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interface {
+    /// `public` (the default).
+    Public,
+    /// `internal`: clouds whose API is reachable from the management cluster only inside.
+    Internal,
+    /// `admin`.
+    Admin,
+}
+
+impl Interface {
+    /// The catalog's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interface::Public => "public",
+            Interface::Internal => "internal",
+            Interface::Admin => "admin",
+        }
+    }
+
+    /// Parse a clouds.yaml value: the catalog names and the `...URL` forms of Keystone v2, in
+    /// any case (openstacksdk's spelling and gophercloud's both).
+    fn parse(value: &str) -> Option<Interface> {
+        let v = value.to_ascii_lowercase();
+        match v.strip_suffix("url").unwrap_or(&v) {
+            "public" => Some(Interface::Public),
+            "internal" => Some(Interface::Internal),
+            "admin" => Some(Interface::Admin),
+            _ => None,
+        }
+    }
+}
+
 /// Keystone v3 authentication method of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMethod {
@@ -120,6 +157,21 @@ impl CloudEntry {
         }
     }
 
+    /// The endpoint interface: `endpoint_type` when set (as gophercloud's clientconfig, which
+    /// upstream CAPO uses), else `interface`, else public. A value that names no interface is
+    /// refused rather than read as public (upstream's silent fallback would send every request
+    /// to endpoints the operator chose not to use).
+    pub fn endpoint_interface(&self) -> Result<Interface, String> {
+        let (key, value) = match (&self.endpoint_type, &self.interface) {
+            (Some(v), _) => ("endpoint_type", v),
+            (None, Some(v)) => ("interface", v),
+            (None, None) => return Ok(Interface::Public),
+        };
+        Interface::parse(value).ok_or_else(|| {
+            format!("{key} {value:?} is not an endpoint interface: use public, internal or admin")
+        })
+    }
+
     /// Check the keys the chosen method needs; the message names keys, never values.
     pub fn validate(&self) -> Result<AuthMethod, String> {
         if self.auth.auth_url.as_deref().is_none_or(str::is_empty) {
@@ -135,6 +187,7 @@ impl CloudEntry {
                 return Err("identity_api_version must be 3".into());
             }
         }
+        self.endpoint_interface()?;
         let a = &self.auth;
         let method = self.auth_method()?;
         match method {
@@ -194,7 +247,7 @@ impl CloudEntry {
             self.interface.as_deref(),
             self.verify.map(|v| if v { "true" } else { "false" }),
             self.cacert.as_deref(),
-            None,
+            self.endpoint_type.as_deref(),
         ];
         for f in fields {
             match f {

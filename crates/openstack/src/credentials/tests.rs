@@ -131,3 +131,76 @@ fn cluster_identity_selector() {
         ("ns".into(), "shared".into())
     );
 }
+
+#[test]
+fn endpoint_type_wins_over_interface_and_names_in_any_spelling_are_read() {
+    let entry = |keys: &str| {
+        format!(
+            "clouds:\n  c:\n    auth:\n      auth_url: https://k/v3\n      username: u\n      password: p\n      user_domain_name: Default\n{keys}"
+        )
+    };
+    let interface = |keys: &str| {
+        Credentials::from_clouds_yaml(&entry(keys), "c", None, None).map(|c| c.interface())
+    };
+    // Neither key: public, as every OpenStack client.
+    assert_eq!(interface("").unwrap(), "public");
+    // openstacksdk's key alone, and upstream CAPO's alone.
+    assert_eq!(interface("    interface: internal\n").unwrap(), "internal");
+    assert_eq!(
+        interface("    endpoint_type: internal\n").unwrap(),
+        "internal"
+    );
+    // Both set: endpoint_type wins (gophercloud's clientconfig, which upstream reads it with).
+    assert_eq!(
+        interface("    interface: public\n    endpoint_type: internalURL\n").unwrap(),
+        "internal"
+    );
+    assert_eq!(
+        interface("    interface: internal\n    endpoint_type: public\n").unwrap(),
+        "public"
+    );
+    // The Keystone v2 `...URL` names and any case.
+    for (value, want) in [
+        ("publicURL", "public"),
+        ("internalURL", "internal"),
+        ("adminURL", "admin"),
+        ("admin", "admin"),
+        ("Internal", "internal"),
+    ] {
+        assert_eq!(
+            interface(&format!("    endpoint_type: {value}\n")).unwrap(),
+            want
+        );
+    }
+    // A value that names no interface is refused with the key named, never read as public.
+    let e = interface("    endpoint_type: intenal\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("endpoint_type \"intenal\" is not an endpoint interface"),
+        "{e}"
+    );
+    let e = interface("    interface: private\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("interface \"private\""), "{e}");
+}
+
+#[test]
+fn endpoint_type_changes_the_digest() {
+    let yaml = |keys: &str| {
+        format!(
+            "clouds:\n  c:\n    auth:\n      auth_url: https://k/v3\n      username: u\n      password: p\n      user_domain_name: Default\n{keys}"
+        )
+    };
+    let digest = |keys: &str| {
+        Credentials::from_clouds_yaml(&yaml(keys), "c", None, None)
+            .unwrap()
+            .digest()
+    };
+    assert_ne!(digest(""), digest("    endpoint_type: internal\n"));
+    assert_ne!(
+        digest("    interface: internal\n"),
+        digest("    endpoint_type: internal\n")
+    );
+}
