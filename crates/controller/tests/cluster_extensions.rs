@@ -1004,3 +1004,57 @@ async fn ntp_server_is_the_override_else_the_bastion_else_the_default() {
     assert!(!unresolved.contains("ntp_server"), "{unresolved}");
     h.delete_clusters_leaving_nothing(&["n2", "n1"]).await;
 }
+
+/// The identity's credentials are an input of the converged cluster (its steady fingerprint):
+/// an identity Secret edited so that it still works but reads differently (`endpoint_type:
+/// internal` added) is republished into the nodes' application-credential Secret within a sync
+/// period, not the verify period (an hour here), whose steady probe alone would succeed and
+/// change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_secret_edited_under_a_converged_cluster_is_republished_within_a_sync_period() {
+    let mut h = Harness::new("republish").await;
+    let sync = std::time::Duration::from_secs(2);
+    h.options.identity_read_max_age = std::time::Duration::from_secs(1);
+    h.options.sync_period = sync;
+    h.options.verify_period = std::time::Duration::from_secs(3600);
+    h.start();
+    h.create_cluster("p1", APP_CREDENTIAL).await;
+    let interface = |s: &Secret, cloud: &str| {
+        let doc: yaml_serde::Value = yaml_serde::from_str(&key(s, "clouds.yaml")).unwrap();
+        doc["clouds"][cloud]["interface"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let cloud = format!("{}-p1", h.ns);
+    h.wait_cluster("p1", 90, "ready with an application credential", |o| {
+        o.status.as_ref().is_some_and(|s| s.ready)
+    })
+    .await;
+    let published = secret(&h, "p1-app-credential").await.unwrap();
+    assert_eq!(interface(&published, &cloud).as_deref(), Some("public"));
+    let mut doc: Value = yaml_serde::from_str(&h.cloud.clouds_yaml()).unwrap();
+    doc["clouds"][common::cloud::CLOUD]["endpoint_type"] = "internal".into();
+    let secrets = Api::<Secret>::namespaced(h.client.clone(), &h.ns);
+    let mut identity = secrets.get("cloud-config").await.unwrap();
+    identity.data = Some(
+        [(
+            "clouds.yaml".to_owned(),
+            k8s_openapi::ByteString(yaml_serde::to_string(&doc).unwrap().into_bytes()),
+        )]
+        .into(),
+    );
+    secrets
+        .replace("cloud-config", &Default::default(), &identity)
+        .await
+        .unwrap();
+    common::poll(
+        3 * sync.as_secs(),
+        || async {
+            let s = secret(&h, "p1-app-credential").await?;
+            (interface(&s, &cloud).as_deref() == Some("internal")).then_some(())
+        },
+        || async { "the edited identity was not republished".to_owned() },
+    )
+    .await;
+    h.delete_cluster_leaving_nothing("p1").await;
+}

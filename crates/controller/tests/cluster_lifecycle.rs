@@ -510,3 +510,59 @@ async fn strict_rules_annotation_on_a_converged_cluster_removes_rules_added_by_h
     h.delete_cluster("s1").await;
     h.wait_gone("s1", 60).await;
 }
+
+/// A wrong password put into the identity Secret of a converged cluster is reported at the next
+/// sync once the Secret's shared read is stale (here after a second; a minute in the manager):
+/// `Ready=False` with reason `InvalidCredentials`, the password nowhere in the status; the right
+/// one again brings the cluster back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_secret_edited_on_a_converged_cluster_is_used_within_a_sync_period() {
+    use k8s_openapi::ByteString;
+    let mut h = Harness::new("rotate").await;
+    h.options.identity_read_max_age = Duration::from_secs(1);
+    h.options.sync_period = Duration::from_secs(2);
+    h.options.verify_period = Duration::from_secs(3600);
+    h.start();
+    h.create_cluster("r1", &no_lb()).await;
+    h.wait_ready("r1").await;
+    let secrets: Api<Secret> = Api::namespaced(h.client.clone(), &h.ns);
+    let set_password = |password: Option<&'static str>| {
+        let mut doc: serde_json::Value = yaml_serde::from_str(&h.cloud.clouds_yaml()).unwrap();
+        if let Some(p) = password {
+            doc["clouds"][common::cloud::CLOUD]["auth"]["password"] = p.into();
+        }
+        let yaml = yaml_serde::to_string(&doc).unwrap();
+        let secrets = secrets.clone();
+        async move {
+            let mut s = secrets.get("cloud-config").await.unwrap();
+            s.data = Some([("clouds.yaml".to_owned(), ByteString(yaml.into_bytes()))].into());
+            s.string_data = None;
+            secrets
+                .replace("cloud-config", &Default::default(), &s)
+                .await
+                .unwrap();
+        }
+    };
+    set_password(Some("not-the-password")).await;
+    let o = h
+        .wait_cluster("r1", 20, "the wrong password seen", |o| {
+            (o.status.as_ref()).is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.r#type == "Ready"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("InvalidCredentials")
+                })
+            })
+        })
+        .await;
+    println!("with the wrong password: {}", common::status_json(Some(o)));
+    set_password(None).await;
+    h.wait_cluster("r1", 20, "ready again with the right password", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| capo_controller::conditions::is_true(&s.conditions, "Ready"))
+    })
+    .await;
+    h.delete_cluster("r1").await;
+    h.wait_gone("r1", 60).await;
+}
