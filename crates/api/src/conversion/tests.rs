@@ -284,4 +284,348 @@ fn load_balancer_ip_is_the_floating_ip_in_v1beta1_and_never_empty_in_v1beta2() {
     assert_eq!(lb(&up, "apiServerManagedLoadBalancer")["ip"], "172.24.4.3");
     let down = ok(convert(V1, up));
     assert_eq!(lb(&down, "apiServerLoadBalancer")["ip"], "172.24.4.3");
+
+// ---------------------------------------------------------------------------------------------
+// Field mappings that upstream's conversion tests pin down, one case per row of theirs.
+
+fn cluster_v1(spec: Value, status: Option<Value>) -> Value {
+    let mut c = json!({
+        "apiVersion": V1, "kind": "OpenStackCluster", "metadata": {"name": "c"},
+        "spec": merged_spec(json!({"identityRef": {"type": "Secret", "name": "n", "cloudName": "c"}}), spec),
+    });
+    if let Some(status) = status {
+        c["status"] = status;
+    }
+    c
+}
+
+fn merged_spec(mut base: Value, patch: Value) -> Value {
+    if let (Some(b), Value::Object(p)) = (base.as_object_mut(), patch) {
+        b.extend(p);
+    }
+    base
+}
+
+/// The object as its typed struct reads it (how the API server's defaulting leaves it).
+fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(v: &Value) -> Value {
+    let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
+    serde_json::to_value(t).unwrap_or_default()
+}
+
+/// Converts a v1beta1 cluster up, checks `expected` (pointer, value; `Null` = absent) on the
+/// v1beta2 form, and checks it comes back as it was.
+fn cluster_case(name: &str, v1: Value, expected: &[(&str, Value)]) {
+    use crate::v1beta1::OpenStackCluster;
+    let up = ok(convert(V2, v1.clone()));
+    for (pointer, value) in expected {
+        assert_eq!(
+            up.pointer(pointer).unwrap_or(&Value::Null),
+            value,
+            "{name}: {pointer} in {up}"
+        );
+    }
+    let back = ok(convert(V1, up));
+    assert_eq!(
+        typed::<OpenStackCluster>(&back),
+        typed::<OpenStackCluster>(&v1),
+        "{name}"
+    );
+}
+
+#[test]
+fn network_mtu_and_port_security_become_the_managed_network() {
+    let cases = [
+        (
+            "both fields set",
+            json!({"networkMTU": 1500, "disablePortSecurity": true}),
+            json!({"mtu": 1500, "enablePortSecurity": false}),
+        ),
+        (
+            "only MTU set",
+            json!({"networkMTU": 1500}),
+            json!({"mtu": 1500}),
+        ),
+        (
+            "only DisablePortSecurity set to true",
+            json!({"disablePortSecurity": true}),
+            json!({"enablePortSecurity": false}),
+        ),
+        (
+            "DisablePortSecurity explicitly false",
+            json!({"disablePortSecurity": false}),
+            json!({"enablePortSecurity": true}),
+        ),
+        ("neither set", json!({}), Value::Null),
+    ];
+    for (name, spec, managed) in cases {
+        cluster_case(
+            name,
+            cluster_v1(spec, None),
+            &[("/spec/managedNetwork", managed)],
+        );
+    }
+}
+
+#[test]
+fn external_router_ips_become_the_managed_router() {
+    let ip = |fixed: &str, subnet: Value| json!({"fixedIP": fixed, "subnet": subnet});
+    let cases = [
+        (
+            "single IP with subnet filter name",
+            json!([ip("10.0.0.1", json!({"filter": {"name": "my-subnet"}}))]),
+        ),
+        (
+            "multiple IPs",
+            json!([
+                ip("10.0.0.1", json!({"filter": {"name": "subnet-a"}})),
+                ip("10.0.0.2", json!({"filter": {"name": "subnet-b"}}))
+            ]),
+        ),
+        (
+            "subnet by ID",
+            json!([ip(
+                "10.0.0.1",
+                json!({"id": "9f8e7d6c-5b4a-4c3d-8e2f-1a0b9c8d7e6f"})
+            )]),
+        ),
+    ];
+    for (name, ips) in cases {
+        let v1 = cluster_v1(json!({"externalRouterIPs": ips.clone()}), None);
+        cluster_case(name, v1, &[("/spec/managedRouter/externalIPs", ips)]);
+    }
+    cluster_case(
+        "no ExternalRouterIPs",
+        cluster_v1(json!({}), None),
+        &[("/spec/managedRouter", Value::Null)],
+    );
+}
+
+#[test]
+fn all_nodes_rules_become_cluster_nodes_rules() {
+    let r = |name: &str, direction: &str| json!({"name": name, "direction": direction});
+    let groups = |extra: Value| merged_spec(json!({"allowAllInClusterTraffic": false}), extra);
+    let cases = [
+        (
+            "single rule",
+            groups(json!({"allNodesSecurityGroupRules": [r("allow-http", "ingress")]})),
+            json!([r("allow-http", "ingress")]),
+        ),
+        (
+            "multiple rules",
+            groups(
+                json!({"allNodesSecurityGroupRules": [r("allow-http", "ingress"), r("allow-https", "ingress")]}),
+            ),
+            json!([r("allow-http", "ingress"), r("allow-https", "ingress")]),
+        ),
+        (
+            "mixed with other node rules",
+            groups(json!({
+                "allNodesSecurityGroupRules": [r("all-nodes-rule", "ingress")],
+                "controlPlaneNodesSecurityGroupRules": [r("cp-rule", "egress")],
+                "workerNodesSecurityGroupRules": [r("worker-rule", "ingress")],
+            })),
+            json!([r("all-nodes-rule", "ingress")]),
+        ),
+        (
+            "no AllNodesSecurityGroupRules",
+            json!({"allowAllInClusterTraffic": true}),
+            Value::Null,
+        ),
+    ];
+    for (name, msg, cluster_nodes) in cases {
+        let v1 = cluster_v1(json!({"managedSecurityGroups": msg}), None);
+        cluster_case(
+            name,
+            v1,
+            &[
+                (
+                    "/spec/managedSecurityGroups/clusterNodesSecurityGroupRules",
+                    cluster_nodes,
+                ),
+                (
+                    "/spec/managedSecurityGroups/allNodesSecurityGroupRules",
+                    Value::Null,
+                ),
+            ],
+        );
+    }
+    cluster_case(
+        "no ManagedSecurityGroups at all",
+        cluster_v1(json!({}), None),
+        &[("/spec/managedSecurityGroups", Value::Null)],
+    );
+}
+
+#[test]
+fn api_server_fields_group_under_api_server() {
+    let cases = [
+        (
+            "all fields set",
+            json!({"apiServerFloatingIP": "203.0.113.10", "apiServerFixedIP": "10.0.0.5",
+                "apiServerPort": 6443, "disableAPIServerFloatingIP": true,
+                "apiServerLoadBalancer": {"enabled": true}}),
+            json!({"floatingIP": "203.0.113.10", "fixedIP": "10.0.0.5", "port": 6443,
+                "enableFloatingIP": false, "managedLoadBalancer": {"enabled": true}}),
+        ),
+        (
+            "only floatingIP set",
+            json!({"apiServerFloatingIP": "203.0.113.10"}),
+            json!({"floatingIP": "203.0.113.10"}),
+        ),
+        (
+            "only fixedIP set",
+            json!({"apiServerFixedIP": "10.0.0.5"}),
+            json!({"fixedIP": "10.0.0.5"}),
+        ),
+        (
+            "only port set",
+            json!({"apiServerPort": 6443}),
+            json!({"port": 6443}),
+        ),
+        (
+            "DisableAPIServerFloatingIP explicitly true",
+            json!({"disableAPIServerFloatingIP": true}),
+            json!({"enableFloatingIP": false}),
+        ),
+        (
+            "DisableAPIServerFloatingIP explicitly false",
+            json!({"disableAPIServerFloatingIP": false}),
+            json!({"enableFloatingIP": true}),
+        ),
+        (
+            "only loadBalancer set",
+            json!({"apiServerLoadBalancer": {"enabled": true}}),
+            json!({"managedLoadBalancer": {"enabled": true}}),
+        ),
+        (
+            "loadBalancer disabled explicitly",
+            json!({"apiServerLoadBalancer": {"enabled": false}}),
+            json!({"managedLoadBalancer": {"enabled": false}}),
+        ),
+        (
+            "disableFloatingIP with fixedIP",
+            json!({"disableAPIServerFloatingIP": true, "apiServerFixedIP": "10.0.0.5"}),
+            json!({"enableFloatingIP": false, "fixedIP": "10.0.0.5"}),
+        ),
+        ("no APIServer fields set", json!({}), Value::Null),
+    ];
+    for (name, spec, api_server) in cases {
+        cluster_case(
+            name,
+            cluster_v1(spec, None),
+            &[("/spec/apiServer", api_server)],
+        );
+    }
+}
+
+#[test]
+fn disable_external_network_becomes_enable_external_network() {
+    for (name, spec, enable) in [
+        (
+            "explicitly true",
+            json!({"disableExternalNetwork": true}),
+            json!(false),
+        ),
+        (
+            "explicitly false",
+            json!({"disableExternalNetwork": false}),
+            json!(true),
+        ),
+        ("unset", json!({}), Value::Null),
+    ] {
+        cluster_case(
+            name,
+            cluster_v1(spec, None),
+            &[("/spec/enableExternalNetwork", enable)],
+        );
+    }
+}
+
+#[test]
+fn the_api_server_load_balancer_status_is_renamed() {
+    let lb = json!({"name": "test-lb", "id": "lb-id-123", "ip": "192.168.1.100",
+        "internalIP": "10.0.0.10"});
+    let status = json!({"ready": false, "apiServerLoadBalancer": lb.clone()});
+    cluster_case(
+        "load balancer",
+        cluster_v1(json!({}), Some(status)),
+        &[
+            ("/status/apiServerManagedLoadBalancer", lb),
+            ("/status/apiServerLoadBalancer", Value::Null),
+        ],
+    );
+    cluster_case(
+        "no load balancer",
+        cluster_v1(json!({}), Some(json!({"ready": false}))),
+        &[("/status/apiServerManagedLoadBalancer", Value::Null)],
+    );
+}
+
+#[test]
+fn port_disable_port_security_becomes_enable_port_security() {
+    use crate::v1beta1::OpenStackMachine;
+    for (name, port, enable) in [
+        (
+            "explicitly true",
+            json!({"disablePortSecurity": true}),
+            json!(false),
+        ),
+        (
+            "explicitly false",
+            json!({"disablePortSecurity": false}),
+            json!(true),
+        ),
+        ("unset", json!({}), Value::Null),
+    ] {
+        let mut m = machine_v1();
+        m.as_object_mut().map(|o| o.remove("status"));
+        m["spec"]["ports"] = json!([port]);
+        let up = ok(convert(V2, m.clone()));
+        assert_eq!(
+            up.pointer("/spec/ports/0/enablePortSecurity")
+                .unwrap_or(&Value::Null),
+            &enable,
+            "{name}: {up}"
+        );
+        let back = ok(convert(V1, up));
+        assert_eq!(
+            typed::<OpenStackMachine>(&back),
+            typed::<OpenStackMachine>(&m),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn ready_follows_the_ready_condition_of_v1beta2() {
+    let cluster = |conditions: Value| {
+        json!({"apiVersion": V2, "kind": "OpenStackCluster", "metadata": {"name": "c"},
+            "spec": {"identityRef": {"name": "n", "cloudName": "c"}},
+            "status": {"conditions": conditions}})
+    };
+    let condition = |t: &str, status: &str| {
+        json!({"type": t, "status": status, "reason": "R", "message": "",
+            "lastTransitionTime": "2024-01-02T03:04:05Z"})
+    };
+    for (conditions, ready) in [
+        (json!([condition("Ready", "True")]), true),
+        (json!([condition("Ready", "False")]), false),
+        (json!([condition("Ready", "Unknown")]), false),
+        (json!([condition("NetworkReady", "True")]), false),
+        (
+            json!([
+                condition("NetworkReady", "False"),
+                condition("Ready", "True")
+            ]),
+            true,
+        ),
+        (json!([]), false),
+    ] {
+        let down = ok(convert(V1, cluster(conditions.clone())));
+        assert_eq!(down["status"]["ready"], json!(ready), "{conditions}");
+    }
+    let machine = json!({"apiVersion": V2, "kind": "OpenStackMachine", "metadata": {"name": "m"},
+        "spec": {"flavor": {"filter": {"name": "m1.small"}}, "image": {"filter": {"name": "ubuntu"}}},
+        "status": {"conditions": [condition("Ready", "True")]}});
+    assert_eq!(ok(convert(V1, machine))["status"]["ready"], json!(true));
 }

@@ -308,15 +308,20 @@ fn permit_updates(
     if endpoint_unset {
         allowed.control_plane_endpoint = new_spec.control_plane_endpoint.clone();
     }
-    if old_spec
-        .api_server_fixed_ip
-        .as_deref()
-        .is_none_or(str::is_empty)
-    {
-        allowed.api_server_fixed_ip = new_spec.api_server_fixed_ip.clone();
-    }
-    if old_spec.api_server_port.unwrap_or(0) == 0 {
-        allowed.api_server_port = new_spec.api_server_port;
+    // As upstream: without an API floating IP the endpoint is the fixed IP (or the load
+    // balancer's VIP), so a fixed IP and a port may still be chosen once; with one, they are
+    // behind the floating IP already handed out and cannot change.
+    if old_spec.disable_api_server_floating_ip == Some(true) {
+        if old_spec
+            .api_server_fixed_ip
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            allowed.api_server_fixed_ip = new_spec.api_server_fixed_ip.clone();
+        }
+        if old_spec.api_server_port.unwrap_or(0) == 0 {
+            allowed.api_server_port = new_spec.api_server_port;
+        }
     }
     let old_bastion_enabled = old_spec
         .bastion
@@ -394,11 +399,18 @@ fn permit_pinning(
     if allowed.subnets.len() != new.spec.subnets.len() {
         return;
     }
-    // The status lists the primary subnet first, so a subnet is matched by ID, not position;
-    // pinning two entries to one subnet would drop a subnet and is not a pinning.
-    let resolved = |p: &SubnetParam| {
-        p.filter.is_none()
-            && (p.id.as_deref()).is_some_and(|id| status_network.subnets.iter().any(|s| s.id == id))
+    // The status lists the primary subnet first, so a subnet is matched by ID, not position:
+    // an entry given by filter may become the ID of the status subnet that carries the
+    // filter's name (the one it resolved to), as upstream. Pinning two entries to one subnet
+    // would drop a subnet and is not a pinning.
+    let resolved = |old: &SubnetParam, new: &SubnetParam| {
+        let Some(name) = old.filter.as_ref().and_then(|f| f.name.as_deref()) else {
+            return false;
+        };
+        new.filter.is_none()
+            && new.id.as_deref().is_some_and(|id| {
+                (status_network.subnets.iter()).any(|s| s.id == id && s.name == name)
+            })
     };
     let mut ids: Vec<&str> = new
         .spec
@@ -412,7 +424,7 @@ fn permit_pinning(
         return;
     }
     for (a, n) in allowed.subnets.iter_mut().zip(&new.spec.subnets) {
-        if resolved(n) {
+        if resolved(a, n) {
             *a = n.clone();
         }
     }

@@ -280,7 +280,8 @@ impl Validate for OpenStackMachine {
         ValidationErrors::into_result(errors)
     }
 
-    /// Upstream: the spec is immutable except identityRef and a providerID set once.
+    /// As upstream: the spec is immutable except identityRef and providerID (the controller
+    /// rewrites it, e.g. to add the region to an ID written by an older release).
     fn validate_update(
         &self,
         old: &Self,
@@ -291,9 +292,7 @@ impl Validate for OpenStackMachine {
         check_machine_spec(&spec, &self.spec, &mut errors);
         let mut allowed = old.spec.clone();
         allowed.identity_ref = self.spec.identity_ref.clone();
-        if old.spec.provider_id.as_deref().is_none_or(str::is_empty) {
-            allowed.provider_id = self.spec.provider_id.clone();
-        }
+        allowed.provider_id = self.spec.provider_id.clone();
         let detail = "a machine's spec cannot change; roll out a new machine instead";
         check_unchanged(&spec, &allowed, &self.spec, detail, &mut errors);
         ValidationErrors::into_result(errors)

@@ -70,12 +70,9 @@ impl Validate for OpenStackServer {
     }
 
     /// A server's spec is immutable: it describes one Nova server, which cannot be rebuilt
-    /// in place; the identity may be rotated.
-    fn validate_update(
-        &self,
-        old: &Self,
-        _context: &UpdateContext,
-    ) -> Result<(), ValidationErrors> {
+    /// in place; the identity may be rotated. As upstream, the Cluster API topology
+    /// controller's dry runs are not held to immutability (they persist nothing).
+    fn validate_update(&self, old: &Self, context: &UpdateContext) -> Result<(), ValidationErrors> {
         let mut errors = Vec::new();
         let spec = FieldPath::new("spec");
         check_server_spec(&spec, &self.spec, &mut errors);
@@ -88,7 +85,9 @@ impl Validate for OpenStackServer {
             ));
         }
         let detail = "a server's spec cannot change; delete and recreate it";
-        check_unchanged(&spec, &allowed, &self.spec, detail, &mut errors);
+        if !context.topology_dry_run {
+            check_unchanged(&spec, &allowed, &self.spec, detail, &mut errors);
+        }
         ValidationErrors::into_result(errors)
     }
 }

@@ -2,6 +2,7 @@
 
 mod cluster;
 mod machine;
+mod upstream;
 
 use super::{FieldErrorKind, UpdateContext, Validate, ValidationErrors};
 use crate::v1alpha1::{OpenStackClusterIdentity, OpenStackFloatingIPPool, OpenStackServer};

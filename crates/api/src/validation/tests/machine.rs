@@ -203,7 +203,7 @@ fn updated_machine(old: Value, new: Value) -> Vec<(String, &'static str)> {
 }
 
 #[test]
-fn machine_spec_is_immutable_except_provider_id_once_and_identity() {
+fn machine_spec_is_immutable_except_provider_id_and_identity() {
     assert_eq!(
         updated_machine(json!({}), json!({"flavor": "m1.large"})),
         one("spec.flavor", "Immutable")
@@ -212,11 +212,13 @@ fn machine_spec_is_immutable_except_provider_id_once_and_identity() {
         updated_machine(json!({}), json!({"providerID": "openstack:///abc"})),
         vec![]
     );
+    // As upstream main: the controller rewrites an existing providerID (an older release's
+    // `openstack:///<id>` gains the region), so a set one may change too.
     let moved = updated_machine(
         json!({"providerID": "openstack:///abc"}),
-        json!({"providerID": "openstack:///def"}),
+        json!({"providerID": "openstack://RegionOne/abc"}),
     );
-    assert_eq!(moved, one("spec.providerID", "Immutable"));
+    assert_eq!(moved, vec![]);
     let identity =
         json!({"identityRef": {"type": "Secret", "name": "other", "cloudName": "openstack"}});
     assert_eq!(updated_machine(json!({}), identity), vec![]);
