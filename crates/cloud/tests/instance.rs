@@ -674,3 +674,142 @@ async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated(
     }
     assert_eq!(count(&env, "servers"), 1);
 }
+
+fn fault(method: &str, path_regex: String, status: u16, after_action: bool) -> FaultSpec {
+    FaultSpec {
+        method: Some(method.into()),
+        path_regex,
+        status,
+        count: Some(1),
+        after_action,
+        ..Default::default()
+    }
+}
+
+/// Upstream's DeleteInstance cases "Delete API returns error", "Delete API returns not found"
+/// and "GetServer returns error": a refused DELETE or a failed look after it is an error
+/// (nothing else is deleted, the rerun finishes); a DELETE answered 404 counts as done.
+#[tokio::test]
+async fn delete_errors_stop_and_a_not_found_delete_is_done() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    for name in ["de", "ge"] {
+        let o = server_owner(name);
+        let ports = vec![port_spec(&o, &n, &sn, 0)];
+        let mut rec = Recorded::default();
+        let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+        let at = format!("/servers/{}$", server.id);
+        let port_names = [format!("{name}-0")];
+        if name == "de" {
+            // DELETE refused: an error, the server and its port stay.
+            env.sim
+                .control()
+                .add_faults(vec![fault("DELETE", at.clone(), 403, false)])
+                .unwrap();
+            let del = instance::delete_server_resources(&env.s, &o, &rec, &port_names, &[]);
+            let err = del.await.unwrap_err();
+            assert!(!err.is_retryable(), "{err}");
+            assert_eq!((count(&env, "servers"), count(&env, "ports")), (1, 1));
+            // DELETE carried out but answered 404: done at once, the port goes too.
+            env.sim
+                .control()
+                .add_faults(vec![fault("DELETE", at, 404, true)])
+                .unwrap();
+            let del = instance::delete_server_resources(&env.s, &o, &rec, &port_names, &[]);
+            assert_eq!(del.await.unwrap(), Progress::Done(()));
+        } else {
+            // The look after the DELETE fails: an error (the server was found by name, the
+            // status having lost its ID); the rerun finds it gone and finishes.
+            env.sim
+                .control()
+                .add_faults(vec![fault("GET", at, 403, false)])
+                .unwrap();
+            let lost = Recorded {
+                port_ids: rec.port_ids.clone(),
+                ..Default::default()
+            };
+            let del = instance::delete_server_resources(&env.s, &o, &lost, &port_names, &[]);
+            assert!(del.await.is_err());
+            assert!(env.sim.control().faults().is_empty(), "the fault fired");
+            delete_all(&env, &o, &lost, &port_names, &[]).await;
+        }
+        assert!(env.sim.control().faults().is_empty(), "every fault fired");
+        nothing_left(&env);
+    }
+}
+
+/// Upstream's "Server not found after delete" and "Server in DELETED state": a server Nova no
+/// longer shows, or shows `DELETED` (or `SOFT_DELETED`), is gone; every other state is a live
+/// server.
+#[tokio::test]
+async fn a_server_shown_deleted_or_not_found_is_gone() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("dd");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    let mut shown = items(&env, "servers")[0].clone();
+    shown["status"] = "DELETED".into();
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            body: Some(serde_json::json!({ "server": shown })),
+            ..fault("GET", format!("/servers/{}$", server.id), 200, false)
+        }])
+        .unwrap();
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
+    for status in ["DELETED", "SOFT_DELETED"] {
+        assert!(instance::is_gone(status), "{status}");
+    }
+    for status in ["ACTIVE", "BUILD", "ERROR", "SHUTOFF", "REBUILD"] {
+        assert!(!instance::is_gone(status), "{status}");
+    }
+    delete_all(&env, &o, &rec, &["dd-0".into()], &[]).await;
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none(),
+        "not found after the delete"
+    );
+    nothing_left(&env);
+}
+
+/// Upstream's "Unsupported Nova microversion": a Nova older than the tagging microversion
+/// (2.53) is an error naming it, and no server is created.
+#[tokio::test]
+async fn a_nova_without_the_tagging_microversion_gets_no_server() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let image = seeded_image(&env).await;
+    // The first Nova request with a microversion discovers it: the version document of a
+    // Nova capped at 2.38.
+    let doc = serde_json::json!({"version": {"id": "v2.1", "status": "CURRENT",
+        "version": "2.38", "min_version": "2.1"}});
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            body: Some(doc),
+            ..fault("GET", "/compute/v2\\.1/?$".into(), 200, false)
+        }])
+        .unwrap();
+    let o = server_owner("old");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let err = worker(&env, &o, &ports, &mut rec, &(image, "2".into()))
+        .await
+        .unwrap_err();
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
+    assert!(err.to_string().contains("microversion"), "{err}");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(count(&env, "servers"), 0);
+}
