@@ -813,3 +813,142 @@ async fn a_nova_without_the_tagging_microversion_gets_no_server() {
     assert!(!err.is_retryable(), "{err}");
     assert_eq!(count(&env, "servers"), 0);
 }
+
+/// Upstream's image, flavor and server group lookups (getImageID, GetFlavorID,
+/// GetServerGroupID, ResolveServerSpec): an ID is taken, a filter must match exactly one
+/// (none and several are errors naming the selector), a failed list is an error.
+#[tokio::test]
+async fn image_flavor_and_server_group_lookups() {
+    use capo_api::v1beta1::{ServerGroupFilter, ServerGroupParam};
+    use capo_openstack::request::{Request, Service};
+    let env = fast_env().await;
+    let s = &env.s;
+    let get = |path: &str| fault("GET", path.into(), 403, false);
+    let add = |f: FaultSpec| env.sim.control().add_faults(vec![f]).unwrap();
+
+    // Images: by ID, by name, by tags; none, several, a failed list.
+    let seeded = seeded_image(&env).await;
+    let by_id = ImageParam {
+        id: Some(seeded.clone()),
+        ..Default::default()
+    };
+    assert_eq!(instance::resolve_image(s, &by_id).await.unwrap(), seeded);
+    for tags in [vec!["capo-test"], vec![]] {
+        let body = serde_json::json!({"name": "twin", "tags": tags,
+            "disk_format": "qcow2", "container_format": "bare"});
+        let req = Request::post(Service::Image, "images", "image_create", body);
+        s.send(&req).await.unwrap();
+    }
+    let filter = |name: Option<&str>, tags: &[&str]| ImageParam {
+        filter: Some(ImageFilter {
+            name: name.map(str::to_owned),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        }),
+        ..Default::default()
+    };
+    let tagged = instance::find_image(s, &filter(None, &["capo-test"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (tagged.name.as_deref(), tagged.tags.clone()),
+        (Some("twin"), vec!["capo-test".to_owned()])
+    );
+    let err = instance::resolve_image(s, &filter(Some("twin"), &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
+    let err = instance::resolve_image(s, &filter(Some("no-such-image"), &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { kind: "image", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no-such-image"), "{err}");
+    add(get("/images$"));
+    let err = instance::resolve_image(s, &filter(Some("twin"), &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+
+    // Flavors: by ID, by name; none, a failed list.
+    let flavor = instance::resolve_flavor(s, None, Some("2")).await.unwrap();
+    assert_eq!(flavor.name, "m1.small");
+    let flavor = instance::resolve_flavor(s, Some("m1.small"), None)
+        .await
+        .unwrap();
+    assert_eq!(flavor.id, "2");
+    let err = instance::resolve_flavor(s, Some("nonexistent-flavor"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { kind: "flavor", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nonexistent-flavor"), "{err}");
+    add(get("/flavors/detail$"));
+    let err = instance::resolve_flavor(s, Some("m1.small"), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+
+    // Server groups: by ID, by name; empty, none, several, a failed list.
+    let mut ids = Vec::new();
+    for name in ["solo", "pair", "pair"] {
+        let body =
+            serde_json::json!({"server_group": {"name": name, "policies": ["anti-affinity"]}});
+        let req = Request::post(
+            Service::Compute,
+            "os-server-groups",
+            "server_group_create",
+            body,
+        );
+        let group: serde_json::Value = s.fetch(&req, "server_group").await.unwrap();
+        ids.push(group["id"].as_str().unwrap().to_owned());
+    }
+    let by_name = |name: &str| ServerGroupParam {
+        id: None,
+        filter: Some(ServerGroupFilter {
+            name: Some(name.into()),
+        }),
+    };
+    let group = instance::resolve_server_group(s, &by_name("solo")).await;
+    assert_eq!(group.unwrap(), ids[0]);
+    let by_id = ServerGroupParam {
+        id: Some(ids[0].clone()),
+        filter: None,
+    };
+    assert_eq!(
+        instance::resolve_server_group(s, &by_id).await.unwrap(),
+        ids[0]
+    );
+    let empty = ServerGroupParam {
+        id: None,
+        filter: None,
+    };
+    let err = instance::resolve_server_group(s, &empty).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec(_)), "{err}");
+    let err = instance::resolve_server_group(s, &by_name("pair"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
+    let err = instance::resolve_server_group(s, &by_name("none"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotFound {
+                kind: "server group",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    add(get("/os-server-groups$"));
+    let err = instance::resolve_server_group(s, &by_name("solo"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+    assert!(env.sim.control().faults().is_empty(), "every fault fired");
+}
