@@ -674,3 +674,281 @@ async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated(
     }
     assert_eq!(count(&env, "servers"), 1);
 }
+
+fn fault(method: &str, path_regex: String, status: u16, after_action: bool) -> FaultSpec {
+    FaultSpec {
+        method: Some(method.into()),
+        path_regex,
+        status,
+        count: Some(1),
+        after_action,
+        ..Default::default()
+    }
+}
+
+/// Upstream's DeleteInstance cases "Delete API returns error", "Delete API returns not found"
+/// and "GetServer returns error": a refused DELETE or a failed look after it is an error
+/// (nothing else is deleted, the rerun finishes); a DELETE answered 404 counts as done.
+#[tokio::test]
+async fn delete_errors_stop_and_a_not_found_delete_is_done() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    for name in ["de", "ge"] {
+        let o = server_owner(name);
+        let ports = vec![port_spec(&o, &n, &sn, 0)];
+        let mut rec = Recorded::default();
+        let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+        let at = format!("/servers/{}$", server.id);
+        let port_names = [format!("{name}-0")];
+        if name == "de" {
+            // DELETE refused: an error, the server and its port stay.
+            env.sim
+                .control()
+                .add_faults(vec![fault("DELETE", at.clone(), 403, false)])
+                .unwrap();
+            let del = instance::delete_server_resources(&env.s, &o, &rec, &port_names, &[]);
+            let err = del.await.unwrap_err();
+            assert!(!err.is_retryable(), "{err}");
+            assert_eq!((count(&env, "servers"), count(&env, "ports")), (1, 1));
+            // DELETE carried out but answered 404: done at once, the port goes too.
+            env.sim
+                .control()
+                .add_faults(vec![fault("DELETE", at, 404, true)])
+                .unwrap();
+            let del = instance::delete_server_resources(&env.s, &o, &rec, &port_names, &[]);
+            assert_eq!(del.await.unwrap(), Progress::Done(()));
+        } else {
+            // The look after the DELETE fails: an error (the server was found by name, the
+            // status having lost its ID); the rerun finds it gone and finishes.
+            env.sim
+                .control()
+                .add_faults(vec![fault("GET", at, 403, false)])
+                .unwrap();
+            let lost = Recorded {
+                port_ids: rec.port_ids.clone(),
+                ..Default::default()
+            };
+            let del = instance::delete_server_resources(&env.s, &o, &lost, &port_names, &[]);
+            assert!(del.await.is_err());
+            assert!(env.sim.control().faults().is_empty(), "the fault fired");
+            delete_all(&env, &o, &lost, &port_names, &[]).await;
+        }
+        assert!(env.sim.control().faults().is_empty(), "every fault fired");
+        nothing_left(&env);
+    }
+}
+
+/// Upstream's "Server not found after delete" and "Server in DELETED state": a server Nova no
+/// longer shows, or shows `DELETED` (or `SOFT_DELETED`), is gone; every other state is a live
+/// server.
+#[tokio::test]
+async fn a_server_shown_deleted_or_not_found_is_gone() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let resolved = resolve(&env).await;
+    let o = server_owner("dd");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let server = until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    let mut shown = items(&env, "servers")[0].clone();
+    shown["status"] = "DELETED".into();
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            body: Some(serde_json::json!({ "server": shown })),
+            ..fault("GET", format!("/servers/{}$", server.id), 200, false)
+        }])
+        .unwrap();
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
+    for status in ["DELETED", "SOFT_DELETED"] {
+        assert!(instance::is_gone(status), "{status}");
+    }
+    for status in ["ACTIVE", "BUILD", "ERROR", "SHUTOFF", "REBUILD"] {
+        assert!(!instance::is_gone(status), "{status}");
+    }
+    delete_all(&env, &o, &rec, &["dd-0".into()], &[]).await;
+    assert!(
+        instance::get_server(&env.s, &server.id)
+            .await
+            .unwrap()
+            .is_none(),
+        "not found after the delete"
+    );
+    nothing_left(&env);
+}
+
+/// Upstream's "Unsupported Nova microversion": a Nova older than the tagging microversion
+/// (2.53) is an error naming it, and no server is created.
+#[tokio::test]
+async fn a_nova_without_the_tagging_microversion_gets_no_server() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let image = seeded_image(&env).await;
+    // The first Nova request with a microversion discovers it: the version document of a
+    // Nova capped at 2.38.
+    let doc = serde_json::json!({"version": {"id": "v2.1", "status": "CURRENT",
+        "version": "2.38", "min_version": "2.1"}});
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            body: Some(doc),
+            ..fault("GET", "/compute/v2\\.1/?$".into(), 200, false)
+        }])
+        .unwrap();
+    let o = server_owner("old");
+    let ports = vec![port_spec(&o, &n, &sn, 0)];
+    let mut rec = Recorded::default();
+    let err = worker(&env, &o, &ports, &mut rec, &(image, "2".into()))
+        .await
+        .unwrap_err();
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
+    assert!(err.to_string().contains("microversion"), "{err}");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(count(&env, "servers"), 0);
+}
+
+/// Upstream's image, flavor and server group lookups (getImageID, GetFlavorID,
+/// GetServerGroupID, ResolveServerSpec): an ID is taken, a filter must match exactly one
+/// (none and several are errors naming the selector), a failed list is an error.
+#[tokio::test]
+async fn image_flavor_and_server_group_lookups() {
+    use capo_api::v1beta1::{ServerGroupFilter, ServerGroupParam};
+    use capo_openstack::request::{Request, Service};
+    let env = fast_env().await;
+    let s = &env.s;
+    let get = |path: &str| fault("GET", path.into(), 403, false);
+    let add = |f: FaultSpec| env.sim.control().add_faults(vec![f]).unwrap();
+
+    // Images: by ID, by name, by tags; none, several, a failed list.
+    let seeded = seeded_image(&env).await;
+    let by_id = ImageParam {
+        id: Some(seeded.clone()),
+        ..Default::default()
+    };
+    assert_eq!(instance::resolve_image(s, &by_id).await.unwrap(), seeded);
+    for tags in [vec!["capo-test"], vec![]] {
+        let body = serde_json::json!({"name": "twin", "tags": tags,
+            "disk_format": "qcow2", "container_format": "bare"});
+        let req = Request::post(Service::Image, "images", "image_create", body);
+        s.send(&req).await.unwrap();
+    }
+    let filter = |name: Option<&str>, tags: &[&str]| ImageParam {
+        filter: Some(ImageFilter {
+            name: name.map(str::to_owned),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        }),
+        ..Default::default()
+    };
+    let tagged = instance::find_image(s, &filter(None, &["capo-test"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        (tagged.name.as_deref(), tagged.tags.clone()),
+        (Some("twin"), vec!["capo-test".to_owned()])
+    );
+    let err = instance::resolve_image(s, &filter(Some("twin"), &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
+    let err = instance::resolve_image(s, &filter(Some("no-such-image"), &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { kind: "image", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no-such-image"), "{err}");
+    add(get("/images$"));
+    let err = instance::resolve_image(s, &filter(Some("twin"), &[]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+
+    // Flavors: by ID, by name; none, a failed list.
+    let flavor = instance::resolve_flavor(s, None, Some("2")).await.unwrap();
+    assert_eq!(flavor.name, "m1.small");
+    let flavor = instance::resolve_flavor(s, Some("m1.small"), None)
+        .await
+        .unwrap();
+    assert_eq!(flavor.id, "2");
+    let err = instance::resolve_flavor(s, Some("nonexistent-flavor"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NotFound { kind: "flavor", .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nonexistent-flavor"), "{err}");
+    add(get("/flavors/detail$"));
+    let err = instance::resolve_flavor(s, Some("m1.small"), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+
+    // Server groups: by ID, by name; empty, none, several, a failed list.
+    let mut ids = Vec::new();
+    for name in ["solo", "pair", "pair"] {
+        let body =
+            serde_json::json!({"server_group": {"name": name, "policies": ["anti-affinity"]}});
+        let req = Request::post(
+            Service::Compute,
+            "os-server-groups",
+            "server_group_create",
+            body,
+        );
+        let group: serde_json::Value = s.fetch(&req, "server_group").await.unwrap();
+        ids.push(group["id"].as_str().unwrap().to_owned());
+    }
+    let by_name = |name: &str| ServerGroupParam {
+        id: None,
+        filter: Some(ServerGroupFilter {
+            name: Some(name.into()),
+        }),
+    };
+    let group = instance::resolve_server_group(s, &by_name("solo")).await;
+    assert_eq!(group.unwrap(), ids[0]);
+    let by_id = ServerGroupParam {
+        id: Some(ids[0].clone()),
+        filter: None,
+    };
+    assert_eq!(
+        instance::resolve_server_group(s, &by_id).await.unwrap(),
+        ids[0]
+    );
+    let empty = ServerGroupParam {
+        id: None,
+        filter: None,
+    };
+    let err = instance::resolve_server_group(s, &empty).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec(_)), "{err}");
+    let err = instance::resolve_server_group(s, &by_name("pair"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
+    let err = instance::resolve_server_group(s, &by_name("none"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotFound {
+                kind: "server group",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    add(get("/os-server-groups$"));
+    let err = instance::resolve_server_group(s, &by_name("solo"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::OpenStack { .. }), "{err}");
+    assert!(env.sim.control().faults().is_empty(), "every fault fired");
+}

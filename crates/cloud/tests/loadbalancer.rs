@@ -702,3 +702,169 @@ async fn upstreams_api_floating_ip_is_adopted_and_deleted_with_the_cluster() {
         "deleted with the cluster"
     );
 }
+
+/// Upstream's "loadbalancer on a specific network created" and "different LB and cluster
+/// networks, set SubnetID on member create": the VIP goes on `apiServerLoadBalancer.network`;
+/// a machine whose port is on the cluster network becomes a member naming its address's
+/// subnet (Octavia must plug into it), one on the VIP network names none.
+#[tokio::test]
+async fn vip_on_its_own_network_members_name_their_subnet() {
+    use capo_api::v1beta1::NetworkParam;
+    use capo_openstack::network::{
+        self as net, FixedIp, NETWORK, Network, NetworkCreate, PORT, Port, PortCreate, SUBNET,
+        Subnet, SubnetCreate,
+    };
+    let env = env().await;
+    fast_delays(&env);
+    let o = owner("uid-1");
+    let vip_net: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: "vip-net".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let vip_subnet: Subnet = net::create(
+        &env.s,
+        SUBNET,
+        &SubnetCreate {
+            name: "vip-subnet".into(),
+            network_id: vip_net.id.clone(),
+            cidr: "10.77.0.0/24".into(),
+            ip_version: 4,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let spec = lb_spec(APIServerLoadBalancer {
+        network: Some(NetworkParam {
+            id: Some(vip_net.id.clone()),
+            filter: None,
+        }),
+        ..Default::default()
+    });
+    let c = networking(&env, &o, &spec).await;
+    let cluster_net = c.rec.network.clone().unwrap();
+    let lb_net = lb::balancer::resolve_lb_network(&env.s, &spec, &cluster_net)
+        .await
+        .unwrap();
+    assert_eq!(lb_net.id, vip_net.id);
+    assert_eq!(lb_net.subnets[0].id, vip_subnet.id);
+    let mut recorded: Option<String> = None;
+    let mut l = None;
+    for _ in 0..200 {
+        let inp = LbInputs {
+            lb_network: &lb_net,
+            recorded_id: recorded.as_deref(),
+            ..inputs(&spec, &c, None)
+        };
+        let out = lb::ensure_api_load_balancer(&env.s, &o, inp).await.unwrap();
+        recorded = Some(out.id.clone());
+        if out.progress.is_done() {
+            l = Some(out);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let l = l.expect("load balancer converged");
+    assert!(
+        l.vip_address.starts_with("10.77.0."),
+        "VIP {}",
+        l.vip_address
+    );
+    let lbs = items(&env, "loadbalancers");
+    assert_eq!(lbs[0]["vip_network_id"].as_str(), Some(vip_net.id.as_str()));
+
+    let machine_port = |name: &str, network: &str, subnet: &str| PortCreate {
+        name: name.into(),
+        network_id: network.into(),
+        fixed_ips: vec![FixedIp {
+            subnet_id: Some(subnet.into()),
+            ip_address: None,
+        }],
+        ..Default::default()
+    };
+    let cluster_subnet = cluster_net.subnets[0].id.clone();
+    let on_cluster: Port = net::create(
+        &env.s,
+        PORT,
+        &machine_port("cp-0-0", &cluster_net.id, &cluster_subnet),
+    )
+    .await
+    .unwrap();
+    let on_vip: Port = net::create(
+        &env.s,
+        PORT,
+        &machine_port("cp-1-0", &vip_net.id, &vip_subnet.id),
+    )
+    .await
+    .unwrap();
+    let ports = [6443];
+    for (machine, port) in [("cp-0", &on_cluster), ("cp-1", &on_vip)] {
+        let t = MemberTarget {
+            lb_id: &l.id,
+            ports: &ports,
+            machine,
+        };
+        let mut n = 0;
+        while !lb::ensure_port_member(&env.s, t, &port.id)
+            .await
+            .unwrap()
+            .is_done()
+        {
+            n += 1;
+            assert!(n < 100);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let name = "k8s-clusterapi-cluster-ns-c1-kubeapi-6443";
+    let cp0 = &named(&env, "members", &format!("{name}-cp-0"))[0];
+    assert_eq!(
+        cp0["address"],
+        on_cluster.fixed_ips[0].ip_address.clone().unwrap()
+    );
+    assert_eq!(cp0["subnet_id"].as_str(), Some(cluster_subnet.as_str()));
+    let cp1 = &named(&env, "members", &format!("{name}-cp-1"))[0];
+    assert!(cp1["subnet_id"].is_null(), "{cp1}");
+}
+
+/// Upstream's "should report error when monitor update fails": Octavia refusing the monitor
+/// update is an error, and nothing else is written.
+#[tokio::test]
+async fn refused_monitor_update_is_an_error() {
+    let mut spec = lb_spec(APIServerLoadBalancer::default());
+    let (env, o, c, l) = converged(&spec).await;
+    if let Some(lbs) = spec.api_server_load_balancer.as_mut() {
+        lbs.monitor = Some(APIServerLoadBalancerMonitor {
+            delay: Some(15),
+            timeout: Some(8),
+            max_retries: Some(6),
+            max_retries_down: Some(4),
+        });
+    }
+    env.sim
+        .control()
+        .add_faults(vec![FaultSpec {
+            method: Some("PUT".into()),
+            path_regex: "/lbaas/healthmonitors/".into(),
+            status: 403,
+            count: Some(1),
+            ..Default::default()
+        }])
+        .unwrap();
+    env.sim.control().clear_requests();
+    let err = lb::ensure_api_load_balancer(&env.s, &o, inputs(&spec, &c, Some(&l.id)))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("healthmonitor"), "{err}");
+    assert!(env.sim.control().faults().is_empty(), "the fault fired");
+    let hm = &items(&env, "healthmonitors")[0];
+    assert_eq!(hm["delay"].as_i64(), Some(10), "unchanged");
+    // Once Octavia accepts it, the update goes through.
+    converge(&env, &o, &spec, &c, Some(l.id.clone())).await;
+    assert_eq!(items(&env, "healthmonitors")[0]["delay"].as_i64(), Some(15));
+}

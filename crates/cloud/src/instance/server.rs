@@ -166,7 +166,7 @@ pub(crate) fn create_spec(owner: &ServerOwner, req: &ServerRequest) -> ServerCre
     let root = req.volumes.iter().find(|v| v.device == ROOT_DEVICE);
     let mut bdm = Vec::new();
     match root {
-        Some(r) => bdm.push(volume_device(&r.id, 0)),
+        Some(r) => bdm.push(volume_device(&r.id, 0, None)),
         None if !req.volumes.is_empty() || !req.local_devices.is_empty() => {
             bdm.push(BlockDevice {
                 source_type: "image".into(),
@@ -180,8 +180,10 @@ pub(crate) fn create_spec(owner: &ServerOwner, req: &ServerRequest) -> ServerCre
         }
         None => {}
     }
+    // Each additional device is tagged with its name (as upstream does), so the guest finds
+    // it in the metadata API or on the config drive.
     for v in req.volumes.iter().filter(|v| v.device != ROOT_DEVICE) {
-        bdm.push(volume_device(&v.id, -1));
+        bdm.push(volume_device(&v.id, -1, Some(&v.device)));
     }
     for (name, size) in &req.local_devices {
         bdm.push(BlockDevice {
@@ -220,7 +222,7 @@ pub(crate) fn create_spec(owner: &ServerOwner, req: &ServerRequest) -> ServerCre
 }
 
 /// A pre-created volume; we delete volumes ourselves, so Nova must not.
-fn volume_device(id: &str, boot_index: i32) -> BlockDevice {
+fn volume_device(id: &str, boot_index: i32, tag: Option<&str>) -> BlockDevice {
     BlockDevice {
         source_type: "volume".into(),
         destination_type: "volume".into(),
@@ -228,7 +230,7 @@ fn volume_device(id: &str, boot_index: i32) -> BlockDevice {
         boot_index,
         delete_on_termination: false,
         volume_size: None,
-        tag: None,
+        tag: tag.map(str::to_owned),
     }
 }
 
@@ -266,5 +268,62 @@ mod tests {
         assert_eq!(idx, [0, -1, -1]);
         assert_eq!(spec.metadata["capo-server-uid"], "u");
         assert!(!format!("{req:?}").contains("secret-bootstrap"));
+    }
+
+    /// Upstream's "Additional block devices success": without a root volume the image is the
+    /// local root disk at boot index 0; every additional device, volume or local, carries its
+    /// name as the device tag; the root volume has none.
+    #[test]
+    fn additional_devices_carry_their_name_as_device_tag() {
+        let owner = ServerOwner {
+            uid: "u".into(),
+            name: "m".into(),
+            spec_tags: vec![],
+        };
+        let vol = |d: &str| EnsuredVolume {
+            device: d.into(),
+            id: format!("v-{d}"),
+            multiattach: false,
+        };
+        let shape = |spec: &ServerCreate| -> Vec<(String, String, i32, Option<String>)> {
+            spec.block_devices
+                .iter()
+                .map(|b| {
+                    let uuid = b.uuid.clone().unwrap_or_default();
+                    (b.source_type.clone(), uuid, b.boot_index, b.tag.clone())
+                })
+                .collect()
+        };
+        let row = |src: &str, uuid: &str, idx: i32, tag: Option<&str>| {
+            (src.to_owned(), uuid.to_owned(), idx, tag.map(str::to_owned))
+        };
+        let local = ServerRequest {
+            image_id: Some("img".into()),
+            volumes: vec![vol("etcd")],
+            local_devices: vec![("data".into(), 10)],
+            ..Default::default()
+        };
+        let spec = create_spec(&owner, &local);
+        assert_eq!(spec.image_id.as_deref(), Some("img"));
+        assert_eq!(
+            shape(&spec),
+            [
+                row("image", "img", 0, None),
+                row("volume", "v-etcd", -1, Some("etcd")),
+                row("blank", "", -1, Some("data")),
+            ]
+        );
+        let bfv = ServerRequest {
+            volumes: vec![vol("root"), vol("etcd")],
+            ..local
+        };
+        assert_eq!(
+            shape(&create_spec(&owner, &bfv)),
+            [
+                row("volume", "v-root", 0, None),
+                row("volume", "v-etcd", -1, Some("etcd")),
+                row("blank", "", -1, Some("data")),
+            ]
+        );
     }
 }

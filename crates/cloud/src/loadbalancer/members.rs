@@ -72,7 +72,8 @@ async fn pool_of(
 }
 
 /// [`ensure_member`] with the first address of the machine's port `port_id` (NotReady while
-/// the port has none).
+/// the port has none). When that port is on another network than the load balancer's VIP,
+/// the member names the address's subnet, so Octavia plugs into it (upstream's rule).
 pub async fn ensure_port_member(
     s: &Session,
     t: MemberTarget<'_>,
@@ -81,21 +82,60 @@ pub async fn ensure_port_member(
     let port: Port = net::get(s, PORT, port_id)
         .await
         .ctx(|| format!("get port {port_id}"))?;
-    match vip_address(&port) {
-        Some(address) => ensure_member(s, t, &address).await,
-        None => Ok(Progress::waiting(
+    let Some(address) = vip_address(&port) else {
+        return Ok(Progress::waiting(
             "port",
             port_id,
             format!("port {port_id} has no address yet"),
-        )),
-    }
+        ));
+    };
+    let subnet = port
+        .fixed_ips
+        .iter()
+        .find(|f| f.ip_address.as_deref() == Some(address.as_str()))
+        .and_then(|f| f.subnet_id.clone());
+    let m = MemberAddress {
+        address: &address,
+        network_id: Some(port.network_id.as_str()).filter(|n| !n.is_empty()),
+        subnet_id: subnet.as_deref(),
+    };
+    ensure_member_at(s, t, m).await
+}
+
+/// Where the member's traffic goes: the address, and the network and subnet it is on (when
+/// known).
+#[derive(Debug, Clone, Copy)]
+struct MemberAddress<'a> {
+    address: &'a str,
+    network_id: Option<&'a str>,
+    subnet_id: Option<&'a str>,
 }
 
 /// Ensure the machine is a member (with `address`) of every API port's pool; one write per call.
 pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> Result<Progress> {
+    let m = MemberAddress {
+        address,
+        network_id: None,
+        subnet_id: None,
+    };
+    ensure_member_at(s, t, m).await
+}
+
+async fn ensure_member_at(
+    s: &Session,
+    t: MemberTarget<'_>,
+    m: MemberAddress<'_>,
+) -> Result<Progress> {
     let lb = match active_lb(s, t.lb_id).await? {
         Progress::Done(lb) => lb,
         not_yet => return Ok(not_yet.map(|_| ())),
+    };
+    let address = m.address;
+    // Same network as the VIP: Octavia reaches the member there, no subnet needed.
+    let vip_network = lb.lb.vip_network_id.as_deref();
+    let subnet_id = match (m.network_id, vip_network) {
+        (Some(n), Some(v)) if n != v => m.subnet_id.map(str::to_owned),
+        _ => None,
     };
     let listeners = listeners_of(s, &lb).await?;
     for &port in t.ports {
@@ -130,7 +170,7 @@ pub async fn ensure_member(s: &Session, t: MemberTarget<'_>, address: &str) -> R
                     name: name.clone(),
                     address: address.to_owned(),
                     protocol_port: proto_port,
-                    subnet_id: None,
+                    subnet_id: subnet_id.clone(),
                 };
                 let created = lbaas::create_member(s, &pool.id, &body)
                     .await
