@@ -32,11 +32,13 @@ async fn until(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-/// Start every controller; each task ends after `stop` is set and its in-flight reconciles
-/// finished.
+/// Start every controller, and the storage-version migration unless `migrate_storage` is off
+/// (`--skip-crd-migration-phases=StorageVersionMigration`); each task ends after `stop` is set
+/// and its in-flight reconciles finished.
 pub fn spawn_all(
     shared: &Arc<Shared>,
     concurrency: Concurrency,
+    migrate_storage: bool,
     stop: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     // Upstream's --openstackmachine-concurrency also applies to OpenStackServers.
@@ -67,10 +69,12 @@ pub fn spawn_all(
     ];
     // Objects stored by an older release are rewritten in the storage version once; the
     // controllers do not wait for it (reads convert them meanwhile).
-    tasks.push(tokio::spawn(capo_controller::storage_migration::run(
-        shared.client.clone(),
-        until(stop.clone()),
-    )));
+    if migrate_storage {
+        tasks.push(tokio::spawn(capo_controller::storage_migration::run(
+            shared.client.clone(),
+            until(stop.clone()),
+        )));
+    }
     if let Some(n) = concurrency.machine_template {
         tasks.push(tokio::spawn(capo_controller::machine_template::run(
             shared.context_with(n),

@@ -10,6 +10,8 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 
+use capo_tls::{GoCipherSuite, MinVersion, ServerTls, go_cipher_suite};
+
 use crate::duration::parse_go_duration;
 use crate::error::{Error, Result};
 
@@ -103,13 +105,35 @@ pub struct Flags {
           default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub insecure_diagnostics: bool,
+    /// Lowest TLS version of the webhook and HTTPS metrics servers: VersionTLS12 or
+    /// VersionTLS13 (VersionTLS10 and VersionTLS11 are accepted and mean VersionTLS12: capo
+    /// never offers anything older).
+    #[arg(long, value_name = "VERSION", default_value = "VersionTLS12", value_parser = parse_tls_min_version)]
+    pub tls_min_version: TlsMinVersion,
+    /// TLS 1.2 cipher suites of the webhook and HTTPS metrics servers, Go's names,
+    /// comma-separated (repeatable); TLS 1.3 names are accepted and change nothing. Default:
+    /// every suite capo implements.
+    #[arg(long, value_name = "SUITES", value_delimiter = ',', action = ArgAction::Append)]
+    pub tls_cipher_suites: Vec<String>,
+    /// Upstream's pprof address: accepted and ignored (a Rust binary has no Go profiler).
+    #[arg(long, value_name = "ADDR", default_value = "")]
+    pub profiler_address: String,
 
     /// PEM bundle trusted for OpenStack endpoints when an identity Secret has no `cacert`.
     #[arg(long, value_name = "PATH")]
     pub ca_certs: Option<PathBuf>,
-    /// Maximum cached OpenStack sessions (one per distinct credentials + region + CA).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Maximum cached OpenStack sessions (one per distinct credentials + region + CA); 0: none
+    /// is kept, every reconcile authenticates anew.
+    #[arg(long, value_name = "N", default_value_t = 10)]
     pub scope_cache_max_size: u64,
+    /// Upstream's load-balancer provider flag: accepted and unused, as upstream v0.14 leaves it
+    /// (the provider comes from the OpenStackCluster's `apiServerLoadBalancer.provider`).
+    #[arg(long, value_name = "NAME", default_value = "amphora")]
+    pub lb_provider: String,
+    /// CRD migration phases to skip (repeatable): StorageVersionMigration,
+    /// CleanupManagedFields.
+    #[arg(long, value_name = "PHASE", action = ArgAction::Append)]
+    pub skip_crd_migration_phases: Vec<String>,
     /// Feature gates, `Name=true|false,...` (PriorityQueue, AutoScaleFromZero).
     #[arg(long, value_name = "GATES", default_value = "")]
     pub feature_gates: String,
@@ -165,11 +189,97 @@ impl Flags {
         })
     }
 
-    /// Check what clap cannot: leader-election timings, feature gates, listen addresses.
+    /// The TLS policy of the webhook and HTTPS metrics servers: `--tls-min-version` and
+    /// `--tls-cipher-suites`.
+    pub fn server_tls(&self) -> Result<ServerTls> {
+        let min_version = match self.tls_min_version {
+            TlsMinVersion::Tls13 => MinVersion::Tls13,
+            TlsMinVersion::Tls10 | TlsMinVersion::Tls11 | TlsMinVersion::Tls12 => MinVersion::Tls12,
+        };
+        let mut names = self
+            .tls_cipher_suites
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .peekable();
+        // As Go: no list (or an empty one) keeps the library's defaults.
+        let tls12_cipher_suites = if names.peek().is_some() {
+            let mut suites = Vec::new();
+            for name in names {
+                match go_cipher_suite(name) {
+                    Ok(GoCipherSuite::Tls12(suite)) => suites.push(suite),
+                    Ok(GoCipherSuite::Tls13) => {}
+                    Err(message) => {
+                        return Err(Error::Flag {
+                            flag: "tls-cipher-suites",
+                            message,
+                        });
+                    }
+                }
+            }
+            Some(suites)
+        } else {
+            None
+        };
+        Ok(ServerTls {
+            min_version,
+            tls12_cipher_suites,
+        })
+    }
+
+    /// Whether `--skip-crd-migration-phases` leaves the storage-version migration to run.
+    pub fn storage_version_migration(&self) -> Result<bool> {
+        let mut run = true;
+        for phase in &self.skip_crd_migration_phases {
+            match phase.as_str() {
+                PHASE_STORAGE_VERSION_MIGRATION => run = false,
+                // capo has no such phase: every version its CRDs list is served.
+                PHASE_CLEANUP_MANAGED_FIELDS => {}
+                other => {
+                    return Err(Error::Flag {
+                        flag: "skip-crd-migration-phases",
+                        message: format!(
+                            "invalid phase {other:?} (valid: {PHASE_STORAGE_VERSION_MIGRATION}, \
+                             {PHASE_CLEANUP_MANAGED_FIELDS}; one phase per flag)"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(run)
+    }
+
+    /// Accepted flags that change nothing, or less than upstream's: one message each, for a
+    /// warning at start.
+    pub fn ignored(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.profiler_address.trim().is_empty() {
+            notes.push(format!(
+                "--profiler-address={} is ignored: it serves Go's pprof profiler, which a Rust \
+                 binary does not have",
+                self.profiler_address
+            ));
+        }
+        if matches!(
+            self.tls_min_version,
+            TlsMinVersion::Tls10 | TlsMinVersion::Tls11
+        ) {
+            notes.push(format!(
+                "--tls-min-version={}: capo never offers TLS below 1.2, so VersionTLS12 applies",
+                self.tls_min_version.go_name()
+            ));
+        }
+        notes
+    }
+
+    /// Check what clap cannot: leader-election timings, feature gates, listen addresses, the
+    /// TLS cipher suites, the CRD migration phases.
     pub fn validate(&self) -> Result<()> {
         self.feature_gates()?;
         self.health_addr()?;
         self.diagnostics_addr()?;
+        self.server_tls()?;
+        self.storage_version_migration()?;
         let flag = |message: &str| Error::Flag {
             flag: "leader-elect-renew-deadline",
             message: message.to_owned(),
@@ -186,6 +296,61 @@ impl Flags {
         }
         Ok(())
     }
+}
+
+/// `--skip-crd-migration-phases` value of the storage-version migration (Cluster API's
+/// crdmigrator phase name).
+pub const PHASE_STORAGE_VERSION_MIGRATION: &str = "StorageVersionMigration";
+/// `--skip-crd-migration-phases` value of Cluster API's managed-fields cleanup, which capo does
+/// not have.
+pub const PHASE_CLEANUP_MANAGED_FIELDS: &str = "CleanupManagedFields";
+
+/// `--tls-min-version`, in Go's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMinVersion {
+    /// `VersionTLS10`: accepted, means TLS 1.2 here.
+    Tls10,
+    /// `VersionTLS11`: accepted, means TLS 1.2 here.
+    Tls11,
+    /// `VersionTLS12`, the default.
+    Tls12,
+    /// `VersionTLS13`.
+    Tls13,
+}
+
+impl TlsMinVersion {
+    const NAMES: [(&'static str, Self); 4] = [
+        ("VersionTLS10", Self::Tls10),
+        ("VersionTLS11", Self::Tls11),
+        ("VersionTLS12", Self::Tls12),
+        ("VersionTLS13", Self::Tls13),
+    ];
+
+    /// The name Go gives it.
+    pub fn go_name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, v)| *v == self)
+            .map_or("VersionTLS12", |(n, _)| n)
+    }
+}
+
+/// Parse a Go TLS version name; empty means the default, as in Kubernetes' flag helper.
+pub fn parse_tls_min_version(text: &str) -> std::result::Result<TlsMinVersion, String> {
+    if text.is_empty() {
+        return Ok(TlsMinVersion::Tls12);
+    }
+    TlsMinVersion::NAMES
+        .iter()
+        .find(|(n, _)| *n == text)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<_> = TlsMinVersion::NAMES.iter().map(|(n, _)| *n).collect();
+            format!(
+                "unknown TLS version {text:?} (possible: {})",
+                names.join(", ")
+            )
+        })
 }
 
 /// Parse `Name=bool,Name=bool` against [`KNOWN_FEATURE_GATES`] (unknown names are an error,
@@ -254,6 +419,7 @@ pub fn parse_listen_addr(text: &str) -> std::result::Result<Option<SocketAddr>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use capo_tls::rustls;
 
     fn parse(args: &[&str]) -> Flags {
         let mut all = vec!["capo-controller-manager"];
@@ -291,7 +457,120 @@ mod tests {
         assert_eq!(f.verbosity, 0);
         assert_eq!(f.log_format, LogFormat::Text);
         assert!(f.feature_gates().unwrap().values().all(|on| !on));
+        assert_eq!(f.tls_min_version, TlsMinVersion::Tls12);
+        assert_eq!(f.server_tls().unwrap(), ServerTls::default());
+        assert!(f.storage_version_migration().unwrap());
+        assert_eq!(f.lb_provider, "amphora");
+        assert!(f.profiler_address.is_empty());
+        assert!(f.ignored().is_empty());
         f.validate().unwrap();
+    }
+
+    #[test]
+    fn upstream_only_flags_are_accepted() {
+        // Flags of upstream v0.14.7's manager (and Cluster API's flags helper) in an upstream
+        // Deployment: all start.
+        let f = parse(&[
+            "--tls-min-version=VersionTLS13",
+            "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
+            "--tls-cipher-suites",
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305",
+            "--profiler-address=localhost:6060",
+            "--lb-provider=ovn",
+            "--skip-crd-migration-phases=StorageVersionMigration",
+            "-skip-crd-migration-phases=CleanupManagedFields",
+            "--scope-cache-max-size=0",
+        ]);
+        f.validate().unwrap();
+        assert_eq!(f.scope_cache_max_size, 0);
+        assert_eq!(f.lb_provider, "ovn");
+        assert!(!f.storage_version_migration().unwrap());
+        let tls = f.server_tls().unwrap();
+        assert_eq!(tls.min_version, MinVersion::Tls13);
+        assert_eq!(
+            tls.tls12_cipher_suites,
+            Some(vec![
+                rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+                rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+            ])
+        );
+        let ignored = f.ignored();
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert!(ignored[0].contains("--profiler-address"), "{ignored:?}");
+        // CleanupManagedFields alone leaves the storage-version migration running.
+        let f = parse(&["--skip-crd-migration-phases=CleanupManagedFields"]);
+        assert!(f.storage_version_migration().unwrap());
+    }
+
+    #[test]
+    fn tls_versions_below_12_mean_12_with_a_warning() {
+        for old in ["VersionTLS10", "VersionTLS11"] {
+            let f = parse(&[&format!("--tls-min-version={old}")]);
+            f.validate().unwrap();
+            assert_eq!(f.server_tls().unwrap().min_version, MinVersion::Tls12);
+            let ignored = f.ignored();
+            assert!(
+                ignored.len() == 1 && ignored[0].contains(old) && ignored[0].contains("1.2"),
+                "{ignored:?}"
+            );
+        }
+        // Empty means the default, as in Kubernetes' helper.
+        assert_eq!(
+            parse(&["--tls-min-version="]).tls_min_version,
+            TlsMinVersion::Tls12
+        );
+        assert_eq!(
+            parse(&["--tls-min-version=VersionTLS12"]).ignored().len(),
+            0
+        );
+    }
+
+    #[test]
+    fn tls_cipher_suite_lists() {
+        let suites = |arg: &str| parse(&[arg]).server_tls().map(|t| t.tls12_cipher_suites);
+        // An empty list keeps the defaults, as pflag's empty string slice does.
+        assert_eq!(suites("--tls-cipher-suites=").unwrap(), None);
+        // Only TLS 1.3 names: no TLS 1.2 suite left (Go's CipherSuites with only TLS 1.3 IDs).
+        assert_eq!(
+            suites("--tls-cipher-suites=TLS_AES_256_GCM_SHA384").unwrap(),
+            Some(vec![])
+        );
+        let err = |arg: &str| suites(arg).unwrap_err().to_string();
+        let cbc = err(
+            "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_AES_128_CBC_SHA",
+        );
+        assert!(cbc.starts_with("--tls-cipher-suites: "), "{cbc}");
+        assert!(
+            cbc.contains("TLS_RSA_WITH_AES_128_CBC_SHA is not implemented"),
+            "{cbc}"
+        );
+        let unknown = err("--tls-cipher-suites=TLS_NOPE");
+        assert!(unknown.contains("TLS_NOPE"), "{unknown}");
+    }
+
+    #[test]
+    fn usage_errors_name_the_flag() {
+        let usage = |args: &[&str]| {
+            let mut all = vec!["capo-controller-manager"];
+            all.extend_from_slice(args);
+            match Flags::parse_go_style(all) {
+                Err(e) => (e.exit_code(), e.to_string()),
+                Ok(f) => panic!("{args:?} parsed: {f:?}"),
+            }
+        };
+        let (code, message) = usage(&["--tls-min-version=TLS13"]);
+        assert_eq!(code, 2);
+        assert!(message.contains("--tls-min-version"), "{message}");
+        assert!(message.contains("VersionTLS13"), "{message}");
+        let start = |args: &[&str]| parse(args).validate().unwrap_err().to_string();
+        let phase = start(&["--skip-crd-migration-phases=All"]);
+        assert!(
+            phase.starts_with("--skip-crd-migration-phases: "),
+            "{phase}"
+        );
+        assert!(phase.contains("\"All\""), "{phase}");
+        // Upstream's flag is a string array: a comma is not a separator there either.
+        start(&["--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields"]);
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     flags.validate()?;
+    for note in flags.ignored() {
+        tracing::warn!("{note}");
+    }
     capo_openstack::tls::ensure_crypto_provider();
     let config = kube_config(&flags).await?;
     let mut registry = Registry::default();
@@ -103,7 +106,19 @@ pub async fn run_with(
         None
     };
     let concurrency = concurrency(&flags, &gates);
-    let tasks = lead(&shared, concurrency, &ready, state_rx, &stop_rx).await;
+    let migrate_storage = flags.storage_version_migration()?;
+    if !migrate_storage {
+        tracing::info!("storage version migration skipped (--skip-crd-migration-phases)");
+    }
+    let tasks = lead(
+        &shared,
+        concurrency,
+        migrate_storage,
+        &ready,
+        state_rx,
+        &stop_rx,
+    )
+    .await;
 
     let _ = stop_tx.send(true);
     ready.set(false);
@@ -143,6 +158,7 @@ fn start_election(
 async fn lead(
     shared: &Arc<Shared>,
     concurrency: Concurrency,
+    migrate_storage: bool,
     ready: &Readiness,
     mut state_rx: watch::Receiver<LeaderState>,
     stop_rx: &watch::Receiver<bool>,
@@ -159,7 +175,7 @@ async fn lead(
                 return Vec::new();
             }
             tracing::info!(controllers = ?controllers::CONTROLLERS, openstackmachinetemplate = concurrency.machine_template.is_some(), "starting controllers");
-            controllers::spawn_all(shared, concurrency, stop_rx)
+            controllers::spawn_all(shared, concurrency, migrate_storage, stop_rx)
         }
         () = wait_stop(stop_rx.clone()) => return Vec::new(),
     };
@@ -225,6 +241,7 @@ async fn start_servers(
         let _ = rx.wait_for(|s| *s).await;
     };
     let mut tasks = Vec::new();
+    let server_tls = flags.server_tls()?;
     if let Some(addr) = flags.health_addr()? {
         let listener = capo_tls::bind(addr).await?;
         tracing::info!(addr = %local(&listener, addr), "serving /healthz and /readyz");
@@ -240,7 +257,7 @@ async fn start_servers(
             None
         } else {
             tracing::info!(addr = %bound, "serving /metrics over HTTPS (self-signed certificate)");
-            Some(diagnostics::self_signed_acceptor(bound)?.0)
+            Some(diagnostics::self_signed_acceptor(bound, &server_tls)?.0)
         };
         let app = diagnostics::metrics_router(registry);
         let serving = capo_tls::serve(listener, tls, app, until(stop.clone()), diagnostics::SERVE);
@@ -252,7 +269,7 @@ async fn start_servers(
             cert_dir: flags.webhook_cert_dir.clone(),
             ..Default::default()
         };
-        let server = capo_webhook::WebhookServer::bind(&config)
+        let server = capo_webhook::WebhookServer::bind_with(&config, &server_tls)
             .await
             .map_err(Error::Webhook)?
             .with_metrics(conversions);
@@ -287,7 +304,7 @@ async fn kube_config(flags: &Flags) -> Result<Config> {
     }
 }
 
-/// The session cache's settings: `--scope-cache-max-size`, `--ca-certs`.
+/// The session cache's settings: `--scope-cache-max-size` (0: no session kept), `--ca-certs`.
 fn client_config(flags: &Flags) -> Result<ClientConfig> {
     let manager_ca = match &flags.ca_certs {
         Some(path) => {

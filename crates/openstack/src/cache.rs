@@ -22,7 +22,9 @@ use crate::tls::{ConnectionCounter, HttpOptions, TlsSettings, build_client};
 /// Settings for every session the cache creates.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// Maximum cached sessions (LRU beyond that).
+    /// Maximum cached sessions (LRU beyond that). 0 keeps none: every call makes a fresh
+    /// session on a connection pool of its own, which authenticates anew (upstream's
+    /// `--scope-cache-max-size=0`, "no cache").
     pub capacity: usize,
     /// CA bundle from the manager's `--ca-certs` (see [`crate::tls::load_manager_ca`]).
     pub manager_ca: Option<Arc<Vec<u8>>>,
@@ -136,6 +138,9 @@ impl SessionCache {
         };
         let key = session_key(creds, &tls);
         let mut st = self.lock();
+        if self.config.capacity == 0 {
+            return self.uncached(&mut st, creds, &tls);
+        }
         st.tick += 1;
         let tick = st.tick;
         if let Some(e) = st.sessions.get_mut(&key) {
@@ -151,18 +156,7 @@ impl SessionCache {
                 c
             }
         };
-        let limiter = st
-            .limiters
-            .entry(creds.auth_url().to_owned())
-            .or_insert_with(|| Arc::new(RateLimiter::new(self.config.rate_limit)))
-            .clone();
-        let session = Session::new(
-            creds.clone(),
-            http,
-            self.metrics.clone(),
-            limiter,
-            self.config.retry.clone(),
-        );
+        let session = self.new_session(&mut st, creds, http);
         st.sessions.insert(
             key,
             Entry {
@@ -171,11 +165,35 @@ impl SessionCache {
                 last_used: tick,
             },
         );
-        st.created += 1;
-        while st.sessions.len() > self.config.capacity.max(1) {
+        while st.sessions.len() > self.config.capacity {
             evict_lru(&mut st);
         }
         Ok(session)
+    }
+
+    /// Without a cache: a session and a connection pool for this caller alone, neither kept.
+    /// The cloud's rate limiter is still shared (it bounds the cloud's load, and holds nothing
+    /// of the credentials).
+    fn uncached(&self, st: &mut State, creds: &Credentials, tls: &TlsSettings) -> Result<Session> {
+        let http = build_client(tls, &self.config.http, &self.connections)?;
+        Ok(self.new_session(st, creds, http))
+    }
+
+    /// A new session over `http`, with the cloud's shared rate limiter; counted as created.
+    fn new_session(&self, st: &mut State, creds: &Credentials, http: reqwest::Client) -> Session {
+        let limiter = st
+            .limiters
+            .entry(creds.auth_url().to_owned())
+            .or_insert_with(|| Arc::new(RateLimiter::new(self.config.rate_limit)))
+            .clone();
+        st.created += 1;
+        Session::new(
+            creds.clone(),
+            http,
+            self.metrics.clone(),
+            limiter,
+            self.config.retry.clone(),
+        )
     }
 
     /// Drop a session (e.g. after its Secret changed or its identity was deleted).
@@ -277,5 +295,25 @@ mod tests {
             cache.remove(&creds(&format!("u{i}"), None));
         }
         assert_eq!((cache.len(), cache.pools()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn capacity_zero_keeps_no_session() {
+        let cache = SessionCache::new(
+            ClientConfig {
+                capacity: 0,
+                ..Default::default()
+            },
+            ApiMetrics::unregistered(),
+        );
+        let a = creds("u", None);
+        cache.session(&a).unwrap();
+        assert_eq!((cache.len(), cache.pools()), (0, 0), "nothing is kept");
+        // The same credentials again: a new session, as upstream's factory without a cache.
+        cache.session(&a).unwrap();
+        assert_eq!(cache.sessions_created(), 2);
+        assert_eq!((cache.len(), cache.pools()), (0, 0));
+        cache.remove(&a);
+        assert!(cache.is_empty());
     }
 }

@@ -12,6 +12,7 @@ use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::Result;
+use crate::policy::ServerTls;
 
 /// The names a server on the loopback interface is reached by.
 pub const LOOPBACK: &[&str] = &["localhost", "127.0.0.1"];
@@ -90,10 +91,15 @@ impl Leaf {
 
     /// A TLS acceptor serving this certificate followed by its CA's, offering `alpn`.
     pub fn acceptor(&self, alpn: &[&[u8]]) -> Result<TlsAcceptor> {
+        self.acceptor_with(alpn, &ServerTls::default())
+    }
+
+    /// [`Leaf::acceptor`], offering the versions and TLS 1.2 suites of `policy`.
+    pub fn acceptor_with(&self, alpn: &[&[u8]], policy: &ServerTls) -> Result<TlsAcceptor> {
         let chain = vec![self.cert.der().clone(), self.ca.clone()];
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.serialize_der()));
         let key = CertifiedKey::from_der(chain, key, &crate::provider())?;
-        crate::acceptor(Arc::new(SingleCertAndKey::from(key)), alpn)
+        crate::acceptor_with(Arc::new(SingleCertAndKey::from(key)), alpn, policy)
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::{Error, Result};
+use crate::policy::ServerTls;
 
 /// ALPN offering HTTP/2 and HTTP/1.1 (what the API server and Prometheus speak).
 pub const ALPN_H2_HTTP1: &[&[u8]] = &[b"h2", b"http/1.1"];
@@ -52,8 +53,17 @@ impl ServeOptions {
 /// A TLS acceptor for TLS 1.2 and 1.3 on ring, presenting what `certs` resolves and offering
 /// `alpn`.
 pub fn acceptor(certs: Arc<dyn ResolvesServerCert>, alpn: &[&[u8]]) -> Result<TlsAcceptor> {
-    let mut config = rustls::ServerConfig::builder_with_provider(crate::provider())
-        .with_safe_default_protocol_versions()?
+    acceptor_with(certs, alpn, &ServerTls::default())
+}
+
+/// [`acceptor`], offering the versions and TLS 1.2 suites of `policy`.
+pub fn acceptor_with(
+    certs: Arc<dyn ResolvesServerCert>,
+    alpn: &[&[u8]],
+    policy: &ServerTls,
+) -> Result<TlsAcceptor> {
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(policy.provider()))
+        .with_protocol_versions(policy.versions())?
         .with_no_client_auth()
         .with_cert_resolver(certs);
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();

@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::post;
 use capo_tls::tokio_rustls::TlsAcceptor;
-use capo_tls::{CertDir, Error, Result, ServeOptions};
+use capo_tls::{CertDir, Error, Result, ServeOptions, ServerTls};
 use tokio::net::TcpListener;
 
 use crate::conversion::{
@@ -183,11 +183,17 @@ impl std::fmt::Debug for WebhookServer {
 }
 
 impl WebhookServer {
-    /// Loads the certificate and binds the listen address.
+    /// Loads the certificate and binds the listen address (TLS 1.2 and 1.3, every suite).
     pub async fn bind(config: &WebhookServerConfig) -> Result<Self> {
+        Self::bind_with(config, &ServerTls::default()).await
+    }
+
+    /// [`WebhookServer::bind`], offering the TLS versions and TLS 1.2 suites of `tls` (the
+    /// manager's `--tls-min-version` and `--tls-cipher-suites`).
+    pub async fn bind_with(config: &WebhookServerConfig, tls: &ServerTls) -> Result<Self> {
         let cert = Arc::new(CertDir::load(&config.cert_dir).await?);
         Ok(Self {
-            acceptor: capo_tls::acceptor(cert.clone(), capo_tls::ALPN_H2_HTTP1)?,
+            acceptor: capo_tls::acceptor_with(cert.clone(), capo_tls::ALPN_H2_HTTP1, tls)?,
             listener: capo_tls::bind(config.addr).await?,
             cert,
             reload_interval: config.reload_interval,
