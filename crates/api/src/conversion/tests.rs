@@ -284,6 +284,7 @@ fn load_balancer_ip_is_the_floating_ip_in_v1beta1_and_never_empty_in_v1beta2() {
     assert_eq!(lb(&up, "apiServerManagedLoadBalancer")["ip"], "172.24.4.3");
     let down = ok(convert(V1, up));
     assert_eq!(lb(&down, "apiServerLoadBalancer")["ip"], "172.24.4.3");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Field mappings that upstream's conversion tests pin down, one case per row of theirs.
