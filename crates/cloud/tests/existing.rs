@@ -442,6 +442,7 @@ async fn a_primary_subnet_is_listed_first_and_carries_the_api_vip() {
         bastion_ips: &[],
         router_ips: &[],
         recorded_id: None,
+        vip_address: None,
         name: None,
     };
     let created = lb::ensure_api_load_balancer(&env.s, &o, inputs)

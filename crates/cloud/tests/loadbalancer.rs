@@ -78,6 +78,7 @@ fn inputs<'a>(
         bastion_ips: &[],
         router_ips: &c.router_ips,
         recorded_id: recorded,
+        vip_address: spec.api_server_fixed_ip.as_deref(),
         name: None,
     }
 }

@@ -566,3 +566,106 @@ async fn identity_secret_edited_on_a_converged_cluster_is_used_within_a_sync_per
     h.delete_cluster("r1").await;
     h.wait_gone("r1", 60).await;
 }
+
+/// The external network the clusters' floating IPs come from (the only one there is).
+async fn external_network(h: &Harness) -> String {
+    use capo_openstack::network::{self as net, ListFilter, NETWORK, Network};
+    let nets: Vec<Network> = net::list(
+        &h.session(),
+        NETWORK,
+        &ListFilter::default().with("router:external", "true"),
+    )
+    .await
+    .unwrap();
+    nets.first().expect("an external network").id.clone()
+}
+
+/// A control-plane endpoint set before capo made anything (by the user, who allocated the
+/// floating IP it names, or kept through a move) gives the API floating IP and port, as
+/// upstream reads it: capo associates that address with the load balancer instead of
+/// allocating another one the endpoint would never name, the listener serves the endpoint's
+/// port, and the address is left to its owner when the cluster goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preset_endpoint_names_the_api_floating_ip() {
+    use capo_openstack::network::{self as net, FLOATING_IP, FloatingIp};
+    let mut h = Harness::new("preset").await;
+    h.start();
+    let ext = external_network(&h).await;
+    let s = h.session();
+    let users: FloatingIp = net::create(
+        &s,
+        FLOATING_IP,
+        &serde_json::json!({"floating_network_id": ext, "description": "the user's"}),
+    )
+    .await
+    .unwrap();
+    let address = users.floating_ip_address.clone();
+    let spec = format!("{MANAGED_LB}controlPlaneEndpoint:\n  host: {address}\n  port: 7443\n");
+    h.create_cluster("p1", &spec).await;
+    let o = h.wait_ready("p1").await;
+    let lb = o.status.unwrap().api_server_load_balancer.unwrap();
+    assert_eq!(
+        lb.ip, address,
+        "the endpoint's address is the API floating IP"
+    );
+    let got: FloatingIp = net::get(&s, FLOATING_IP, &users.id).await.unwrap();
+    let items = h.items().await;
+    let vip_port = (items["loadbalancers"].first())
+        .and_then(|l| l["vip_port_id"].as_str())
+        .unwrap()
+        .to_owned();
+    assert_eq!(got.port_id.as_deref(), Some(vip_port.as_str()));
+    assert_eq!(items["floatingips"].len(), 1, "no other floating IP");
+    let ports: Vec<i64> = (items["listeners"].iter())
+        .filter_map(|l| l["protocol_port"].as_i64())
+        .collect();
+    assert_eq!(ports, [7443], "the listener serves the endpoint's port");
+    h.delete_cluster("p1").await;
+    h.wait_gone("p1", 120).await;
+    let left: Vec<String> = h.inventory().await.into_keys().collect();
+    assert_eq!(left, ["floatingips"], "only the user's floating IP is left");
+    net::delete(&s, FLOATING_IP, &users.id).await.unwrap();
+}
+
+/// With the VIP as the endpoint (no API floating IP), the load balancer's VIP is the address a
+/// preset endpoint names, and a load balancer deleted behind capo's back is made again with
+/// the VIP recorded in status: the endpoint, which never changes once set, keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_load_balancer_is_made_again_with_the_recorded_vip() {
+    let mut h = Harness::new("relb").await;
+    h.options.sync_period = Duration::from_secs(2);
+    h.start();
+    let spec = format!(
+        "{MANAGED_LB}disableAPIServerFloatingIP: true\ncontrolPlaneEndpoint:\n  host: 10.6.0.77\n  port: 6443\n"
+    );
+    h.create_cluster("v1", &spec).await;
+    let o = h.wait_ready("v1").await;
+    let lb = o.status.unwrap().api_server_load_balancer.unwrap();
+    assert_eq!(lb.internal_ip, "10.6.0.77", "the preset endpoint's address");
+    assert_eq!(lb.ip, "");
+    let delete = capo_openstack::Request::delete(
+        capo_openstack::Service::LoadBalancer,
+        format!("lbaas/loadbalancers/{}?cascade=true", lb.id),
+        "test_delete",
+    );
+    h.session().send(&delete).await.unwrap();
+    let o = h
+        .wait_cluster("v1", 60, "a new load balancer, ready", |o| {
+            (o.status.as_ref()).is_some_and(|s| {
+                s.ready && (s.api_server_load_balancer.as_ref()).is_some_and(|l| l.id != lb.id)
+            })
+        })
+        .await;
+    let again = o.status.unwrap().api_server_load_balancer.unwrap();
+    assert_eq!(again.internal_ip, "10.6.0.77", "the recorded VIP");
+    let items = h.items().await;
+    assert_eq!(items["loadbalancers"].len(), 1);
+    assert_eq!(items["loadbalancers"][0]["vip_address"], "10.6.0.77");
+    assert_eq!(
+        o.spec.control_plane_endpoint.unwrap().host.as_deref(),
+        Some("10.6.0.77")
+    );
+    h.delete_cluster("v1").await;
+    h.wait_gone("v1", 60).await;
+    assert!(h.inventory().await.is_empty());
+}

@@ -219,9 +219,17 @@ pub struct OpenStackClusterStatus {
 pub const DEFAULT_API_SERVER_PORT: u16 = 6443;
 
 impl OpenStackClusterSpec {
-    /// `apiServerPort`, else [`DEFAULT_API_SERVER_PORT`].
+    /// The port the Kubernetes API is served on, as upstream picks it: a valid
+    /// `controlPlaneEndpoint`'s (set before capo wrote one, by the user or through a move),
+    /// else `apiServerPort`, else [`DEFAULT_API_SERVER_PORT`]. The load balancer listens and
+    /// reaches its members there, and the control-plane security group opens it.
     pub fn api_server_port(&self) -> i32 {
-        self.api_server_port
+        let preset = (self.control_plane_endpoint.as_ref())
+            .filter(|e| e.host.as_deref().is_some_and(|h| !h.is_empty()))
+            .and_then(|e| e.port)
+            .filter(|p| *p > 0);
+        preset
+            .or(self.api_server_port)
             .unwrap_or(i32::from(DEFAULT_API_SERVER_PORT))
     }
 
@@ -282,6 +290,18 @@ mod tests {
         spec.api_server_port = Some(8443);
         spec.disable_external_network = Some(true);
         assert_eq!(spec.api_server_port(), 8443);
+        // A valid preset endpoint's port wins (upstream's getAPIServerPort); an invalid one not.
+        spec.control_plane_endpoint = Some(APIEndpoint {
+            host: Some("api.example".into()),
+            port: Some(443),
+        });
+        assert_eq!(spec.api_server_port(), 443);
+        spec.control_plane_endpoint = Some(APIEndpoint {
+            host: Some(String::new()),
+            port: Some(443),
+        });
+        assert_eq!(spec.api_server_port(), 8443);
+        spec.control_plane_endpoint = None;
         assert!(!spec.wants_api_floating_ip());
         spec.extensions = Some(OpenStackClusterExtensions {
             load_balancers: Some(ClusterLoadBalancers {

@@ -19,7 +19,7 @@ use crate::ownership::{Owner, Ownership};
 /// What the cluster controller passes in.
 #[derive(Debug, Clone, Copy)]
 pub struct LbInputs<'a> {
-    /// The OpenStackCluster spec (`apiServerLoadBalancer`, `apiServerPort`, `apiServerFixedIP`).
+    /// The OpenStackCluster spec (`apiServerLoadBalancer`, `apiServerPort`).
     pub spec: &'a OpenStackClusterSpec,
     /// Network the VIP lives on: [`resolve_lb_network`]'s answer (recorded in
     /// `status.apiServerLoadBalancer.loadBalancerNetwork`).
@@ -32,6 +32,10 @@ pub struct LbInputs<'a> {
     pub router_ips: &'a [String],
     /// `status.apiServerLoadBalancer.id`, when recorded.
     pub recorded_id: Option<&'a str>,
+    /// The VIP to ask Octavia for when the load balancer is created (`None`: Octavia picks):
+    /// the caller's choice, e.g. the VIP recorded before the load balancer was lost, so that a
+    /// re-created one keeps the address the control-plane endpoint names.
+    pub vip_address: Option<&'a str>,
     /// Name of the load balancer; `None` for the API load balancer's
     /// `k8s-clusterapi-cluster-<ns>-<name>-kubeapi` (the BA/ACP ingress load balancer passes its
     /// own).
@@ -240,11 +244,7 @@ async fn create_lb(
         )),
         vip_subnet_id: inp.lb_network.subnets.first().map(|sn| sn.id.clone()),
         vip_network_id: Some(inp.lb_network.id.clone()).filter(|i| !i.is_empty()),
-        vip_address: inp
-            .spec
-            .api_server_fixed_ip
-            .clone()
-            .filter(|i| !i.is_empty()),
+        vip_address: inp.vip_address.filter(|i| !i.is_empty()).map(str::to_owned),
         provider,
         flavor_id,
         availability_zone: lbs

@@ -85,12 +85,9 @@ pub fn desired_groups(
         .collect()
 }
 
-/// The API port the control-plane rule opens.
+/// The API port the control-plane rule opens ([`OpenStackClusterSpec::api_server_port`]).
 pub fn api_server_port(spec: &OpenStackClusterSpec) -> Result<u16> {
-    match spec.api_server_port {
-        None => Ok(DEFAULT_API_SERVER_PORT),
-        Some(p) => port(p, "apiServerPort"),
-    }
+    port(spec.api_server_port(), "apiServerPort")
 }
 
 fn port(p: i32, what: &str) -> Result<u16> {

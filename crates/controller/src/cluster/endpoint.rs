@@ -4,7 +4,7 @@
 //! [`Progress::Waiting`].
 
 use capo_api::constants::condition_types::API_ENDPOINT_READY;
-use capo_api::v1beta1::{APIEndpoint, LoadBalancer};
+use capo_api::v1beta1::{APIEndpoint, LoadBalancer, OpenStackClusterSpec};
 use capo_cloud::Progress;
 use capo_cloud::loadbalancer::{self as lb, LbInputs, cidrs};
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget};
@@ -43,6 +43,16 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         .map(|r| r.ips.clone())
         .unwrap_or_default();
     let recorded = scope.status.api_server_load_balancer.clone();
+    let wants_fip = spec.wants_api_floating_ip();
+    let preset = preset_endpoint_address(spec).await?;
+    // The VIP of a new load balancer, as upstream: the one recorded (a load balancer lost and
+    // made again keeps the address the endpoint may name), else spec.apiServerFixedIP, else,
+    // when the VIP is the endpoint, the address the preset endpoint names.
+    let vip_address = (recorded.as_ref())
+        .map(|r| r.internal_ip.clone())
+        .filter(|i| !i.is_empty())
+        .or_else(|| spec.api_server_fixed_ip.clone().filter(|i| !i.is_empty()))
+        .or_else(|| preset.clone().filter(|_| !wants_fip));
     let inputs = LbInputs {
         spec,
         lb_network: &lb_net,
@@ -53,6 +63,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
             .as_ref()
             .map(|r| r.id.as_str())
             .filter(|i| !i.is_empty()),
+        vip_address: vip_address.as_deref(),
         name: None,
     };
     let found = lb::ensure_api_load_balancer(s, &scope.owner, inputs).await?;
@@ -79,7 +90,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         Progress::Done(()) => {}
         not_yet @ (Progress::Waiting(_) | Progress::Stuck(_)) => return Ok(not_yet),
     }
-    if scope.obj.spec.wants_api_floating_ip() {
+    if wants_fip {
         let Some(ext) = scope.status.external_network.clone() else {
             return Err(Error::InvalidSpec(
                 "the API server floating IP needs an external network: set spec.externalNetwork, or spec.disableAPIServerFloatingIP".into(),
@@ -92,12 +103,15 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
             .map(|l| l.ip.clone())
             .filter(|i| !i.is_empty());
         let osc = scope.obj;
-        let target = FipTarget::api_server(
+        let mut target = FipTarget::api_server(
             &osc.spec,
             &ext.id,
             &found.vip_port_id,
             recorded_ip.as_deref(),
         );
+        // As upstream: without spec.apiServerFloatingIP, the address a preset endpoint names is
+        // the floating IP to use (the user's, as a requested one is).
+        target.requested = target.requested.or(preset.as_deref());
         let api_fip = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
         // Recorded before it is associated: a crash in between finds it again.
         if let Some(l) = scope.status.api_server_load_balancer.as_mut() {
@@ -107,6 +121,38 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         fip::associate_floating_ip(s, &api_fip, &found.vip_port_id).await?;
     }
     Ok(Progress::Done(()))
+}
+
+/// The address a valid preset `spec.controlPlaneEndpoint` names (set by the user, or kept
+/// through a move): its host as an IP, else the first address the resolver gives for the name,
+/// as upstream reads it when it picks the load balancer's addresses.
+async fn preset_endpoint_address(spec: &OpenStackClusterSpec) -> Result<Option<String>> {
+    let Some(ep) = spec.control_plane_endpoint.as_ref() else {
+        return Ok(None);
+    };
+    let Some(host) = ep.host.as_deref().filter(|h| !h.is_empty()) else {
+        return Ok(None);
+    };
+    if ep.port.is_none_or(|p| p <= 0) {
+        return Ok(None);
+    }
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(Some(ip.to_string()));
+    }
+    let lookup = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tokio::net::lookup_host((host, 0)),
+    )
+    .await;
+    match lookup {
+        Ok(Ok(mut addrs)) => Ok(addrs.next().map(|a| a.ip().to_string())),
+        Ok(Err(e)) => Err(Error::NotYet(format!(
+            "spec.controlPlaneEndpoint.host {host:?} does not resolve: {e}"
+        ))),
+        Err(_) => Err(Error::NotYet(format!(
+            "spec.controlPlaneEndpoint.host {host:?}: no answer from the resolver in 30 s"
+        ))),
+    }
 }
 
 /// The endpoint by its [`strategy`]; for the upstream ones, [`decide`] picks the address

@@ -21,12 +21,11 @@ pub fn ingress_lb_name(namespace: &str, cluster: &str) -> String {
 }
 
 /// The spec the shared load-balancer service is driven with: the ingress ports as "API" ports
-/// (first port + additional ports), the requested VIP address as the fixed IP, no CIDR limits.
+/// (first port + additional ports), no CIDR limits.
 fn lb_spec(ingress: &IngressLoadBalancer) -> OpenStackClusterSpec {
     let ports = ingress.effective_ports();
     OpenStackClusterSpec {
         api_server_port: ports.first().copied(),
-        api_server_fixed_ip: ingress.vip_address.clone(),
         api_server_load_balancer: Some(APIServerLoadBalancer {
             enabled: true,
             additional_ports: ports.iter().skip(1).copied().collect(),
@@ -60,6 +59,8 @@ pub(super) async fn reconcile(
         bastion_ips: &[],
         router_ips: &[],
         recorded_id: v.load_balancer_id.as_deref(),
+        // The requested address, else the one recorded: a re-created load balancer keeps it.
+        vip_address: ingress.vip_address.as_deref().or(v.vip.as_deref()),
         name: Some(&name),
     };
     let found = lb::ensure_api_load_balancer(s, &scope.owner, inputs).await?;
