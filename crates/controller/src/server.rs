@@ -230,3 +230,59 @@ async fn cluster_paused(ctx: &Context, oss: &OpenStackServer) -> Result<bool> {
     let cluster = ctx.shared.informers.clusters.get(&ns, name).await?;
     Ok(cluster.is_some_and(|c| c.is_paused()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector, watcher};
+
+    fn server(ns: &str, name: &str, cluster: Option<&str>) -> OpenStackServer {
+        let labels = cluster.map(|c| serde_json::json!({ CLUSTER_NAME_LABEL: c }));
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+            "kind": "OpenStackServer",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"identityRef": {"name": "creds", "cloudName": "openstack"},
+                     "flavor": "m1.small", "image": {"id": "img"}, "ports": [{}],
+                     "sshKeyName": ""},
+        }))
+        .unwrap()
+    }
+
+    fn cluster(ns: &str, name: &str) -> Cluster {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "Cluster",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {},
+        }))
+        .unwrap()
+    }
+
+    fn woken(servers: Vec<OpenStackServer>, c: &Cluster) -> Vec<String> {
+        let (store, mut writer) = reflector::store();
+        for s in servers {
+            writer.apply_watcher_event(&watcher::Event::Apply(s));
+        }
+        let mut names: Vec<String> = servers_of_cluster(&store, c)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_clusters_change_wakes_its_servers_and_no_other() {
+        let c = cluster("ns", "c1");
+        assert!(woken(vec![], &c).is_empty(), "no servers");
+        let all = vec![
+            server("ns", "s-1", Some("c1")),
+            server("ns", "s-2", Some("c1")),
+            server("ns", "other", Some("c2")),
+            server("elsewhere", "same-name", Some("c1")),
+            server("ns", "unlabelled", None),
+        ];
+        assert_eq!(woken(all, &c), ["s-1", "s-2"]);
+    }
+}

@@ -1,8 +1,8 @@
 //! OpenStackMachineSpec (of a machine or of the bastion) → OpenStackServerSpec, as upstream
 //! derives it: ports default to one port on the cluster network, a port without a network gets
-//! the cluster network (and, with a primary subnet, its address from that subnet), a port
-//! without security groups gets the managed group of its role (unless port security is
-//! disabled), tags are the machine's then the cluster's.
+//! the cluster network (and its addresses from the primary subnet, else from each subnet the
+//! cluster lists), a port without security groups gets the managed group of its role (unless
+//! port security is disabled), tags are the machine's then the cluster's.
 //!
 //! Also the one place where the controllers move an OpenStackServer between its own shapes
 //! (v1alpha1 on v1beta2's shared types) and the v1beta1 shapes the machine specs, the v1beta1
@@ -41,6 +41,10 @@ pub struct Derivation<'a> {
     /// takes its address from that subnet only, as upstream (new machines can be moved off an
     /// exhausted subnet).
     pub primary_subnet: Option<&'a SubnetParam>,
+    /// The cluster's `spec.subnets`: without a primary subnet, a port given the cluster network
+    /// and no fixed IPs gets one address on each of them, as upstream (not on another subnet
+    /// of that network that the cluster does not list).
+    pub cluster_subnets: &'a [SubnetParam],
     /// The cluster disables port security by default.
     pub cluster_disables_port_security: bool,
     /// Addresses every port on the cluster network must accept (BA/ACP keepalived VIPs).
@@ -77,13 +81,18 @@ pub fn server_spec(
                 id: Some(id.to_owned()),
                 filter: None,
             });
-            if let Some(primary) = d.primary_subnet
-                && p.fixed_ips.is_empty()
-            {
-                p.fixed_ips = vec![FixedIP {
-                    ip_address: None,
-                    subnet: Some(primary.clone()),
-                }];
+            if p.fixed_ips.is_empty() {
+                let subnets = match d.primary_subnet {
+                    Some(primary) => std::slice::from_ref(primary),
+                    None => d.cluster_subnets,
+                };
+                p.fixed_ips = subnets
+                    .iter()
+                    .map(|sn| FixedIP {
+                        ip_address: None,
+                        subnet: Some(sn.clone()),
+                    })
+                    .collect();
             }
         }
         let port_security_off = p
@@ -216,6 +225,7 @@ mod tests {
             cluster_network_id: Some("net-1"),
             default_security_group_id: Some("sg-1"),
             primary_subnet: None,
+            cluster_subnets: &[],
             cluster_disables_port_security: false,
             allowed_address_pairs: &["10.0.0.5".to_owned()],
             default_ssh_key_name: Some("generated"),
@@ -380,5 +390,129 @@ mod tests {
         // The machine's own fixed IPs and ports on other networks are left as given.
         assert_eq!(s.ports[1].fixed_ips, vec![own]);
         assert!(s.ports[2].fixed_ips.is_empty());
+    }
+
+    fn subnet(id: &str) -> SubnetParam {
+        SubnetParam {
+            id: Some(id.into()),
+            filter: None,
+        }
+    }
+
+    #[test]
+    fn without_a_primary_subnet_injected_ports_take_an_address_on_each_cluster_subnet() {
+        let listed = [subnet("sn-a"), subnet("sn-b")];
+        let id = identity();
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            cluster_network_id: Some("net-1"),
+            cluster_subnets: &listed,
+            ..Default::default()
+        };
+        let own = FixedIP {
+            ip_address: Some("10.9.0.9".into()),
+            subnet: None,
+        };
+        let spec = OpenStackMachineSpec {
+            ports: vec![
+                PortOpts::default(),
+                PortOpts {
+                    fixed_ips: vec![own.clone()],
+                    ..Default::default()
+                },
+                PortOpts {
+                    network: Some(NetworkParam {
+                        id: Some("other".into()),
+                        filter: None,
+                    }),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
+        let on = |i: usize| -> Vec<Option<SubnetParam>> {
+            s.ports[i]
+                .fixed_ips
+                .iter()
+                .map(|f| f.subnet.clone())
+                .collect()
+        };
+        // Never a subnet of the network that the cluster does not list.
+        assert_eq!(on(0), vec![Some(subnet("sn-a")), Some(subnet("sn-b"))]);
+        assert!(s.ports[0].fixed_ips.iter().all(|f| f.ip_address.is_none()));
+        // The machine's own fixed IPs and ports on other networks are left as given.
+        assert_eq!(s.ports[1].fixed_ips, vec![own]);
+        assert!(s.ports[2].fixed_ips.is_empty());
+        // A primary subnet wins over the list; no listed subnet (managed): Neutron chooses.
+        let primary = subnet("sn-b");
+        let with_primary = Derivation {
+            primary_subnet: Some(&primary),
+            ..d.clone()
+        };
+        let s =
+            v1beta1_spec(&server_spec(&OpenStackMachineSpec::default(), &with_primary).unwrap())
+                .unwrap();
+        assert_eq!(s.ports[0].fixed_ips.len(), 1);
+        assert_eq!(s.ports[0].fixed_ips[0].subnet, Some(primary));
+        let managed = Derivation {
+            cluster_subnets: &[],
+            ..d
+        };
+        let s = v1beta1_spec(&server_spec(&OpenStackMachineSpec::default(), &managed).unwrap())
+            .unwrap();
+        assert!(s.ports[0].fixed_ips.is_empty());
+    }
+
+    #[test]
+    fn flavor_name_and_id_pass_through_and_a_port_needs_some_network() {
+        let id = identity();
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            default_security_group_id: Some("sg-worker"),
+            ..Default::default()
+        };
+        // No cluster network and no port of the machine's own: refused, naming the field.
+        let err = server_spec(&OpenStackMachineSpec::default(), &d).unwrap_err();
+        assert!(err.starts_with("spec.ports"), "{err}");
+        // A port with its own network needs no cluster network, and still gets the default
+        // group; the machine's extra groups are kept for every port.
+        let extra = NetworkParam {
+            id: Some("sg-extra".into()),
+            filter: None,
+        };
+        let spec = OpenStackMachineSpec {
+            flavor: Some("m1.small".into()),
+            flavor_id: Some("f-1".into()),
+            ports: vec![PortOpts {
+                network: Some(NetworkParam {
+                    id: Some("net-own".into()),
+                    filter: None,
+                }),
+                ..Default::default()
+            }],
+            security_groups: vec![extra.clone()],
+            ..Default::default()
+        };
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
+        assert_eq!(s.flavor.as_deref(), Some("m1.small"));
+        assert_eq!(s.flavor_id.as_deref(), Some("f-1"));
+        assert_eq!(
+            s.ports[0].network.as_ref().unwrap().id.as_deref(),
+            Some("net-own")
+        );
+        assert!(s.ports[0].fixed_ips.is_empty());
+        assert_eq!(
+            s.ports[0].security_groups[0].id.as_deref(),
+            Some("sg-worker")
+        );
+        assert_eq!(s.security_groups, vec![extra]);
+        // A flavor ID alone.
+        let only_id = OpenStackMachineSpec {
+            flavor: None,
+            ..spec
+        };
+        let s = v1beta1_spec(&server_spec(&only_id, &d).unwrap()).unwrap();
+        assert_eq!((s.flavor, s.flavor_id.as_deref()), (None, Some("f-1")));
     }
 }

@@ -669,3 +669,40 @@ async fn lost_load_balancer_is_made_again_with_the_recorded_vip() {
     h.wait_gone("v1", 60).await;
     assert!(h.inventory().await.is_empty());
 }
+
+/// Until Cluster API sets its owner reference, an OpenStackCluster is left alone: no
+/// finalizer, no status, no cloud call (upstream's "should do nothing when owner is missing").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_its_owner_reference_gets_nothing_until_it_is_set() {
+    let mut h = Harness::new("noowner").await;
+    h.start();
+    h.sim().control().clear_requests();
+    let spec = common::indent(&no_lb(), 2);
+    h.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackCluster
+metadata:
+  name: o1
+spec:
+{spec}"
+    ))
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let o = h.clusters().get("o1").await.unwrap();
+    assert!(
+        o.metadata.finalizers.is_none(),
+        "{:?}",
+        o.metadata.finalizers
+    );
+    assert!(o.status.is_none(), "{:?}", o.status);
+    assert!(
+        h.requests().is_empty(),
+        "called OpenStack: {:?}",
+        h.requests()
+    );
+    // The owner reference set (by creating through the harness): reconciled to Ready.
+    h.create_cluster("o1", &no_lb()).await;
+    h.wait_ready("o1").await;
+    h.delete_cluster("o1").await;
+    h.wait_gone("o1", 60).await;
+}

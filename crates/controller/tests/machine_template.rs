@@ -526,3 +526,49 @@ async fn paused_cluster_gets_no_cloud_call_until_resumed() {
     let t = wait_capacity(&h, "t", &cap(&large)).await;
     assert!(!paused(&t));
 }
+
+/// The template's own `cluster.x-k8s.io/paused` annotation pauses it like its Cluster's
+/// `spec.paused` (upstream's "paused tpl" case): no cloud call until the annotation goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_template_gets_no_cloud_call_until_its_annotation_goes() {
+    let h = Harness::new("osmt-tpl-pause").await;
+    let _run = start(&h, options(&h, false));
+    let uid = cluster(&h, "c1").await;
+    let yaml = |annotations: &str| {
+        format!(
+            "apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachineTemplate
+metadata:
+  name: t
+{annotations}  ownerReferences:
+  - apiVersion: cluster.x-k8s.io/v1beta2
+    kind: Cluster
+    name: c1
+    uid: {uid}
+spec:
+  template:
+    spec:
+{}",
+            common::indent(&spec("m1.large", IMAGE, ""), 6)
+        )
+    };
+    h.apply(&yaml("  annotations:\n    cluster.x-k8s.io/paused: \"\"\n"))
+        .await;
+    let paused = |t: &OpenStackMachineTemplate| {
+        t.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.r#type == "Paused" && c.status == "True")
+        })
+    };
+    let t = wait(&h, "t", 30, "Paused", paused).await;
+    assert!(capacity(&t).is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cloud = h.requests();
+    assert!(cloud.is_empty(), "requests while paused: {cloud:?}");
+    // The annotation removed: the template is reconciled.
+    h.apply(&yaml("")).await;
+    let large = [("cpu", "4"), ("memory", "8Gi"), ("storage", "80Gi")];
+    let t = wait_capacity(&h, "t", &cap(&large)).await;
+    assert!(!paused(&t));
+}

@@ -93,11 +93,13 @@ pub enum Error {
         /// Interface asked for.
         interface: String,
     },
-    /// The endpoint's maximum microversion is below what a call requires.
-    #[error("{service} supports microversion up to {max}, call needs {needed}")]
+    /// The microversion a call requires is outside the endpoint's announced range.
+    #[error("{service} supports microversions {min} to {max}, call needs {needed}")]
     MicroversionUnsupported {
         /// Service type.
         service: String,
+        /// Server minimum.
+        min: String,
         /// Server maximum.
         max: String,
         /// Needed by the call.

@@ -103,4 +103,18 @@ mod tests {
             &got
         ));
     }
+
+    #[test]
+    fn the_list_is_sorted_once_each_whatever_the_spec_order() {
+        let none = CidrSources::default();
+        let list = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let sorted = list(&["10.0.0.0/8", "10.1.0.0/16", "10.2.0.0/16"]);
+        assert_eq!(allowed_cidrs(&sorted, &none), sorted, "already canonical");
+        let reversed: Vec<String> = sorted.iter().rev().cloned().collect();
+        assert_eq!(allowed_cidrs(&reversed, &none), sorted, "out of order");
+        let mut repeated = reversed.clone();
+        repeated.push("10.2.0.0/16".into());
+        assert_eq!(allowed_cidrs(&repeated, &none), sorted, "duplicates");
+        assert!(same_set(&repeated, &sorted));
+    }
 }

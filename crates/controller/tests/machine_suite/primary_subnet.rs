@@ -1,6 +1,6 @@
 //! `spec.primarySubnet` on a pre-existing network with two IPv4 subnets: the API VIP, the
 //! control-plane member and new machines' addresses come from the primary subnet, and changing
-//! it moves new machines only.
+//! it moves new machines only. Without one, machines' addresses come from the listed subnets.
 use capo_openstack::network::{
     self as net, NETWORK, Network, NetworkCreate, SUBNET, Subnet, SubnetCreate,
 };
@@ -113,4 +113,57 @@ managedSecurityGroups: {{}}
     assert_eq!(address(&h, "c1-cp-0").await, cp);
     let st = h.cluster_status("c1").await;
     assert_eq!(st.api_server_load_balancer.unwrap().internal_ip, vip);
+}
+
+/// Without `spec.primarySubnet`, machines take their address from the subnets the cluster lists
+/// in `spec.subnets`, never from another subnet of that network (Neutron would pick the first
+/// one with room: here the unlisted one, made first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn machines_take_their_address_from_the_listed_subnet_only() {
+    let h = Harness::new("mls").await;
+    let _c = start(&h);
+    let s = session(&h).await;
+    let network: Network = net::create(
+        &s,
+        NETWORK,
+        &NetworkCreate {
+            name: format!("{}-nodes", h.ns),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut subnets = Vec::new();
+    for (name, cidr) in [("unlisted", "10.52.0.0/24"), ("listed", "10.53.0.0/24")] {
+        let body = SubnetCreate {
+            name: format!("{}-{name}", h.ns),
+            network_id: network.id.clone(),
+            cidr: cidr.into(),
+            ip_version: 4,
+            ..Default::default()
+        };
+        let sn: Subnet = net::create(&s, SUBNET, &body).await.unwrap();
+        subnets.push(sn);
+    }
+    let spec = format!(
+        "identityRef:
+  name: cloud-config
+  cloudName: openstack
+network:
+  id: {net}
+subnets:
+- id: {listed}
+disableAPIServerFloatingIP: true
+apiServerFixedIP: 10.53.0.250
+managedSecurityGroups: {{}}
+",
+        net = network.id,
+        listed = subnets[1].id,
+    );
+    h.create_cluster("c1", &spec).await;
+    h.wait_ready("c1").await;
+    create_machine(&h, "c1", "c1-md-0", false, MACHINE).await;
+    wait_machine_ready(&h, "c1-md-0").await;
+    let worker = address(&h, "c1-md-0").await;
+    assert!(worker.starts_with("10.53.0."), "worker address {worker}");
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Session, VersionRange, catalog, transport_error};
 use crate::error::{Error, ErrorKind, Result, classify};
-use crate::request::{Request, Service};
+use crate::request::{ApiVersion, Request, Service};
 use crate::retry::RetryPolicy;
 
 /// A successful reply.
@@ -48,20 +48,28 @@ fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
     v.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
+/// Whether the endpoint's announced range `range` of service `name` holds microversion `v`:
+/// a call needing more than the maximum, or less than the minimum (a cloud that has retired
+/// old microversions), is refused before it is sent.
+fn supported(name: &str, v: ApiVersion, range: VersionRange) -> Result<()> {
+    if v > range.max || v < range.min {
+        return Err(Error::MicroversionUnsupported {
+            service: name.to_owned(),
+            min: range.min.to_string(),
+            max: range.max.to_string(),
+            needed: v.to_string(),
+        });
+    }
+    Ok(())
+}
+
 impl Session {
     /// Send a request; errors are classified, see [`ErrorKind`].
     pub async fn send(&self, req: &Request) -> Result<Reply> {
         let endpoint = self.endpoint(req.service).await?;
         let mut headers = Vec::new();
         if let (Some(v), Some(name)) = (req.microversion, req.service.microversion_name()) {
-            let range = self.versions(req.service).await?;
-            if v > range.max {
-                return Err(Error::MicroversionUnsupported {
-                    service: name.to_owned(),
-                    max: range.max.to_string(),
-                    needed: v.to_string(),
-                });
-            }
+            supported(name, v, self.versions(req.service).await?)?;
             headers.push(("OpenStack-API-Version", format!("{name} {v}")));
             if req.service == Service::Compute {
                 headers.push(("X-OpenStack-Nova-API-Version", v.to_string()));
@@ -342,6 +350,35 @@ mod tests {
         ] {
             assert_eq!(retry_wait(&k, 1, &p), None);
         }
+    }
+
+    #[test]
+    fn a_microversion_outside_the_announced_range_is_refused() {
+        let range = VersionRange {
+            min: ApiVersion(2, 1),
+            max: ApiVersion(2, 90),
+        };
+        assert!(supported("compute", ApiVersion(2, 1), range).is_ok(), "min");
+        assert!(
+            supported("compute", ApiVersion(2, 90), range).is_ok(),
+            "max"
+        );
+        let high = supported("compute", ApiVersion(2, 95), range).unwrap_err();
+        assert_eq!(
+            high.to_string(),
+            "compute supports microversions 2.1 to 2.90, call needs 2.95"
+        );
+        let raised = VersionRange {
+            min: ApiVersion(2, 53),
+            ..range
+        };
+        let low = supported("compute", ApiVersion(2, 1), raised).unwrap_err();
+        assert!(
+            matches!(low, Error::MicroversionUnsupported { ref needed, .. } if needed == "2.1"),
+            "{low}"
+        );
+        // A malformed version is no version at all.
+        assert_eq!(ApiVersion::parse("2.1.53"), None);
     }
 
     #[test]
