@@ -17,8 +17,7 @@
 
 use capo_api::names::{SecurityGroupRole, security_group_name};
 use capo_api::v1beta1::{
-    DEFAULT_API_SERVER_PORT, EtherType, ManagedSecurityGroupName, OpenStackClusterSpec,
-    RuleDirection, SecurityGroupRuleSpec,
+    EtherType, ManagedSecurityGroupName, OpenStackClusterSpec, RuleDirection, SecurityGroupRuleSpec,
 };
 
 use crate::error::{Error, Result};
