@@ -1,6 +1,7 @@
 //! OpenStackMachineSpec (of a machine or of the bastion) → OpenStackServerSpec, as upstream
 //! derives it: ports default to one port on the cluster network, a port without a network gets
-//! the cluster network (and, with a primary subnet, its address from that subnet), a port
+//! the cluster network (and, unless it names fixed IPs, its addresses from the primary subnet,
+//! else from the cluster's `spec.subnets`), a port
 //! without security groups gets the managed group of its role (unless port security is
 //! disabled), tags are the machine's then the cluster's.
 //!
@@ -41,6 +42,10 @@ pub struct Derivation<'a> {
     /// takes its address from that subnet only, as upstream (new machines can be moved off an
     /// exhausted subnet).
     pub primary_subnet: Option<&'a SubnetParam>,
+    /// The cluster's `spec.subnets`: without a primary subnet, a port given the cluster network
+    /// and no fixed IPs takes an address on each of them, as upstream (on a pre-existing network
+    /// with more subnets than the cluster uses, Neutron would otherwise pick among them all).
+    pub cluster_subnets: &'a [SubnetParam],
     /// The cluster disables port security by default.
     pub cluster_disables_port_security: bool,
     /// Addresses every port on the cluster network must accept (BA/ACP keepalived VIPs).
@@ -77,13 +82,18 @@ pub fn server_spec(
                 id: Some(id.to_owned()),
                 filter: None,
             });
-            if let Some(primary) = d.primary_subnet
-                && p.fixed_ips.is_empty()
-            {
-                p.fixed_ips = vec![FixedIP {
-                    ip_address: None,
-                    subnet: Some(primary.clone()),
-                }];
+            if p.fixed_ips.is_empty() {
+                let subnets = match d.primary_subnet {
+                    Some(primary) => std::slice::from_ref(primary),
+                    None => d.cluster_subnets,
+                };
+                p.fixed_ips = subnets
+                    .iter()
+                    .map(|sn| FixedIP {
+                        ip_address: None,
+                        subnet: Some(sn.clone()),
+                    })
+                    .collect();
             }
         }
         let port_security_off = p
@@ -216,6 +226,7 @@ mod tests {
             cluster_network_id: Some("net-1"),
             default_security_group_id: Some("sg-1"),
             primary_subnet: None,
+            cluster_subnets: &[],
             cluster_disables_port_security: false,
             allowed_address_pairs: &["10.0.0.5".to_owned()],
             default_ssh_key_name: Some("generated"),
@@ -380,5 +391,79 @@ mod tests {
         // The machine's own fixed IPs and ports on other networks are left as given.
         assert_eq!(s.ports[1].fixed_ips, vec![own]);
         assert!(s.ports[2].fixed_ips.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod cluster_subnet_tests {
+    use super::*;
+    use capo_api::v1beta1::SubnetFilter;
+
+    fn by_name(name: &str) -> SubnetParam {
+        SubnetParam {
+            id: None,
+            filter: Some(SubnetFilter {
+                name: Some(name.into()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn without_a_primary_subnet_injected_ports_take_an_address_on_each_cluster_subnet() {
+        let identity = OpenStackIdentityReference {
+            cloud_name: "capo".into(),
+            name: "creds".into(),
+            ..Default::default()
+        };
+        let subnets = [by_name("nodes-v4"), by_name("nodes-v6")];
+        let own = FixedIP {
+            ip_address: Some("10.9.0.9".into()),
+            subnet: None,
+        };
+        let spec = OpenStackMachineSpec {
+            ports: vec![
+                PortOpts::default(),
+                PortOpts {
+                    fixed_ips: vec![own.clone()],
+                    ..Default::default()
+                },
+                PortOpts {
+                    network: Some(NetworkParam {
+                        id: Some("other".into()),
+                        filter: None,
+                    }),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let mut d = Derivation {
+            cluster_identity: Some(&identity),
+            cluster_network_id: Some("net-1"),
+            cluster_subnets: &subnets,
+            ..Default::default()
+        };
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
+        let on = |i: usize| -> Vec<Option<SubnetParam>> {
+            s.ports[i]
+                .fixed_ips
+                .iter()
+                .map(|f| f.subnet.clone())
+                .collect()
+        };
+        assert_eq!(on(0), subnets.iter().cloned().map(Some).collect::<Vec<_>>());
+        // The machine's own fixed IPs and ports on other networks are left as given.
+        assert_eq!(s.ports[1].fixed_ips, vec![own]);
+        assert!(s.ports[2].fixed_ips.is_empty());
+        // A primary subnet wins over the list; a managed network (no list) leaves it to Neutron.
+        let primary = by_name("nodes-v4");
+        d.primary_subnet = Some(&primary);
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
+        assert_eq!(s.ports[0].fixed_ips.len(), 1);
+        d.primary_subnet = None;
+        d.cluster_subnets = &[];
+        let s = v1beta1_spec(&server_spec(&spec, &d).unwrap()).unwrap();
+        assert!(s.ports[0].fixed_ips.is_empty());
     }
 }

@@ -203,6 +203,7 @@ async fn create_bastion(
             .map(|g| g.id.as_str()),
         cluster_disables_port_security: scope.obj.spec.disable_port_security == Some(true),
         primary_subnet: scope.obj.spec.primary_subnet.as_ref(),
+        cluster_subnets: &scope.obj.spec.subnets,
         allowed_address_pairs: &[],
         default_ssh_key_name: ssh_key.as_deref(),
     };

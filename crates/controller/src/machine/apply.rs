@@ -388,6 +388,7 @@ async fn create_server(
         default_security_group_id: sg.map(|g| g.id.as_str()),
         cluster_disables_port_security: inp.osc.spec.disable_port_security == Some(true),
         primary_subnet: inp.osc.spec.primary_subnet.as_ref(),
+        cluster_subnets: &inp.osc.spec.subnets,
         allowed_address_pairs: &pairs,
         default_ssh_key_name: ssh_key.as_deref(),
     };
