@@ -160,3 +160,73 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
             .any(|p| p["name"].as_str().unwrap().starts_with("m-rich"))
     );
 }
+
+/// A machine-level trunk and security groups: a port without its own settings inherits the
+/// trunk and gets the role's managed group plus the machine's groups; a port with its own
+/// groups and `trunk: false` gets its groups plus the machine's, and no trunk.
+const INHERITED: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+trunk: true
+securityGroups:
+- filter:
+    name: default
+ports:
+- {}
+- nameSuffix: own
+  trunk: false
+  securityGroups:
+  - filter:
+      name: extra
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ports_inherit_the_machines_trunk_and_security_groups() {
+    use capo_openstack::network::{self as net, SecurityGroup};
+    let (h, _c) = ready_cluster("inh", CLUSTER_FIP).await;
+    let s = session(&h).await;
+    let extra: SecurityGroup = net::create(
+        &s,
+        net::SECURITY_GROUP,
+        &json!({"name": "extra", "description": "a user's group"}),
+    )
+    .await
+    .unwrap();
+    let groups = sim_items(&h, "security_groups");
+    let default = groups.iter().find(|g| g["name"] == "default").unwrap();
+    let default = default["id"].as_str().unwrap().to_owned();
+    let cluster = h.clusters().get("c1").await.unwrap();
+    let worker = cluster.status.unwrap().worker_security_group.unwrap().id;
+    create_machine(&h, "c1", "m-inh", false, INHERITED).await;
+    wait_machine_ready(&h, "m-inh").await;
+
+    let ports = sim_items(&h, "ports");
+    let by_name = |name: &str| ports.iter().find(|p| p["name"] == name).unwrap().clone();
+    let groups_of = |p: &serde_json::Value| {
+        let mut g: Vec<String> = p["security_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap().to_owned())
+            .collect();
+        g.sort();
+        g
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let first = by_name("m-inh-0");
+    let own = by_name("m-inh-own");
+    assert_eq!(groups_of(&first), sorted(vec![worker, default.clone()]));
+    assert_eq!(groups_of(&own), sorted(vec![extra.id, default]));
+    let trunks = sim_items(&h, "trunks");
+    assert_eq!(trunks.len(), 1, "{trunks:?}");
+    assert_eq!(trunks[0]["port_id"], first["id"]);
+    assert_eq!(trunks[0]["name"], "m-inh-0");
+
+    delete_machine(&h, "m-inh").await;
+    wait_machine_gone(&h, "m-inh", 60).await;
+    assert!(sim_items(&h, "trunks").is_empty());
+}
