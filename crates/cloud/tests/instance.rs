@@ -721,6 +721,15 @@ async fn port_references_by_id_need_no_lookup_and_filters_must_match_one() {
     };
     let found = instance::resolve_subnet(&env.s, &subnet, &n.id).await;
     assert_eq!(found.unwrap(), sn.id);
+    // A port without a network: its subnet, by ID or by a filter matching one, gives it.
+    let by_subnet_id = SubnetParam {
+        id: Some(sn.id.clone()),
+        filter: None,
+    };
+    for p in [&by_subnet_id, &subnet] {
+        let got = instance::subnet_and_network(&env.s, p).await.unwrap();
+        assert_eq!(got, Some((sn.id.clone(), n.id.clone())));
+    }
     let other: Network = net::create(
         &env.s,
         NETWORK,
@@ -732,6 +741,29 @@ async fn port_references_by_id_need_no_lookup_and_filters_must_match_one() {
     .await
     .unwrap();
     let err = instance::resolve_subnet(&env.s, &subnet, &other.id)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    // A subnet filter matching subnets of two networks tells no network; one matching none
+    // is an error.
+    let body = SubnetCreate {
+        name: "cluster-subnet".into(),
+        network_id: other.id.clone(),
+        cidr: "10.9.0.0/24".into(),
+        ip_version: 4,
+        ..Default::default()
+    };
+    let _: Subnet = net::create(&env.s, SUBNET, &body).await.unwrap();
+    let both = instance::subnet_and_network(&env.s, &subnet).await;
+    assert_eq!(both.unwrap(), None);
+    let nowhere = SubnetParam {
+        id: None,
+        filter: Some(SubnetFilter {
+            name: Some("no-such-subnet".into()),
+            ..Default::default()
+        }),
+    };
+    let err = instance::subnet_and_network(&env.s, &nowhere)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NotFound { .. }), "{err}");

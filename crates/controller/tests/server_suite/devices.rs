@@ -230,3 +230,101 @@ async fn ports_inherit_the_machines_trunk_and_security_groups() {
     wait_machine_gone(&h, "m-inh", 60).await;
     assert!(sim_items(&h, "trunks").is_empty());
 }
+
+/// An OpenStackServer port that names no network goes on the network of its fixed IPs'
+/// subnets: the first subnet that identifies one (by ID, or by a filter matching one subnet),
+/// the others then looked up on that network, as upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_without_a_network_takes_the_network_of_its_subnet() {
+    use capo_openstack::network::{self as net, Network, Subnet};
+    let (h, _c) = ready_cluster("subnet-net", CLUSTER_FIP).await;
+    let s = session(&h).await;
+    let side: Network = net::create(&s, net::NETWORK, &json!({"name": "side-net"}))
+        .await
+        .unwrap();
+    let mut subnets = Vec::new();
+    for (name, cidr) in [("side-a", "10.60.0.0/24"), ("side-b", "10.61.0.0/24")] {
+        let body = json!({"name": name, "network_id": side.id, "cidr": cidr, "ip_version": 4});
+        let sn: Subnet = net::create(&s, net::SUBNET, &body).await.unwrap();
+        subnets.push(sn);
+    }
+    // Another network with a subnet also named side-b: that filter alone tells no network.
+    let decoy: Network = net::create(&s, net::NETWORK, &json!({"name": "decoy"}))
+        .await
+        .unwrap();
+    let body =
+        json!({"name": "side-b", "network_id": decoy.id, "cidr": "10.62.0.0/24", "ip_version": 4});
+    let _: Subnet = net::create(&s, net::SUBNET, &body).await.unwrap();
+    h.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: OpenStackServer
+metadata:
+  name: by-subnet
+  labels:
+    cluster.x-k8s.io/cluster-name: c1
+spec:
+  flavor: m1.small
+  image:
+    filter:
+      name: ubuntu-2404-kube-v1.34
+  identityRef:
+    name: cloud-config
+    cloudName: openstack
+  sshKeyName: ''
+  ports:
+  - fixedIPs:
+    - subnet:
+        filter:
+          name: side-b
+    - subnet:
+        filter:
+          name: side-a
+  - fixedIPs:
+    - subnet:
+        id: {a}
+",
+        a = subnets[0].id
+    ))
+    .await;
+    let oss = crate::common::poll(
+        60,
+        || async {
+            let o = servers(&h).get("by-subnet").await.expect("get");
+            o.status.as_ref().is_some_and(|s| s.ready).then_some(o)
+        },
+        || async { "timed out waiting for the server to be ready".to_owned() },
+    )
+    .await;
+    let resolved = oss.status.unwrap().resolved.unwrap();
+    for p in &resolved.ports {
+        assert_eq!(p.spec.network_id, side.id);
+    }
+    let ids = |i: usize| -> Vec<Option<String>> {
+        resolved.ports[i]
+            .spec
+            .fixed_ips
+            .iter()
+            .map(|f| f.subnet.clone())
+            .collect()
+    };
+    assert_eq!(
+        ids(0),
+        vec![Some(subnets[1].id.clone()), Some(subnets[0].id.clone())]
+    );
+    assert_eq!(ids(1), vec![Some(subnets[0].id.clone())]);
+    let p = port(&h, "by-subnet-0").await;
+    assert_eq!(p["network_id"], side.id.as_str());
+    servers(&h)
+        .delete("by-subnet", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    crate::common::poll(
+        60,
+        || async {
+            let o = servers(&h).get_opt("by-subnet").await.expect("get");
+            o.is_none().then_some(())
+        },
+        || async { "timed out waiting for the server to go".to_owned() },
+    )
+    .await;
+}
