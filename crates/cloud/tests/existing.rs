@@ -205,6 +205,11 @@ async fn byo_router_is_used_and_never_deleted() {
             .iter()
             .all(|n| n["name"] != o.cluster_resource_name().as_str())
     );
+    // The user deletes their router: with it gone (recorded or not), deleting the cluster
+    // again has nothing to detach and succeeds.
+    net::delete(&env.s, ROUTER, &byo.id).await.unwrap();
+    delete(&env, &o, &spec, &rec).await.unwrap();
+    delete(&env, &o, &spec, &Recorded::default()).await.unwrap();
 }
 
 fn user_rule(name: &str, port: i32) -> SecurityGroupRuleSpec {
@@ -494,4 +499,74 @@ async fn unnamed_pre_existing_network_subnet_and_router_are_recorded_by_id() {
     let router = rec.router.as_ref().unwrap();
     assert_eq!(router.name, r.id);
     delete(&env, &o, &spec, &rec).await.unwrap();
+}
+
+#[tokio::test]
+async fn external_network_by_id_unknown_selectors_and_auto_detection_counts() {
+    use capo_cloud::Error;
+    use capo_sim::SimConfig;
+    use capo_sim::seed::SeedExtNet;
+    let env = env().await;
+    let mut spec = managed_spec();
+    let auto = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap()
+        .unwrap();
+    // By ID: that network, named in the status.
+    spec.external_network = Some(NetworkParam {
+        id: Some(auto.id.clone()),
+        filter: None,
+    });
+    let by_id = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (by_id.id.as_str(), by_id.name.as_str()),
+        (auto.id.as_str(), "public")
+    );
+    // An ID or a name that matches nothing is an error.
+    let unknown = "0b7c6a34-4f6a-4a35-9d59-4f0e2a0b1c2d";
+    spec.external_network = Some(NetworkParam {
+        id: Some(unknown.into()),
+        filter: None,
+    });
+    let err = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    spec.external_network = Some(NetworkParam {
+        id: None,
+        filter: Some(NeutronFilter {
+            name: Some("no-such-network".into()),
+            ..Default::default()
+        }),
+    });
+    let err = networking::ensure_external_network(&env.s, &spec)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+
+    // Nothing asked for: no external network in the cloud is none, two are ambiguous.
+    spec.external_network = None;
+    let mut none = SimConfig::default();
+    none.seed.external_networks.clear();
+    let env0 = env_with(none).await;
+    assert!(
+        networking::ensure_external_network(&env0.s, &spec)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let mut two = SimConfig::default();
+    two.seed.external_networks.push(SeedExtNet {
+        name: "public-2".into(),
+        cidr: "172.24.5.0/24".into(),
+        mtu: 1500,
+    });
+    let env2 = env_with(two).await;
+    let err = networking::ensure_external_network(&env2.s, &spec)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
 }

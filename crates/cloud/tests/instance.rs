@@ -261,6 +261,12 @@ async fn two_ports_trunk_and_allowed_address_pairs() {
     assert_eq!(trunks.len(), 1);
     assert_eq!(trunks[0]["name"], "tr-0");
     assert_eq!(trunks[0]["port_id"], rec.port_ids[0].as_str());
+    // Described like its port, tagged like it (spec tags and the server's ownership tag).
+    assert_eq!(trunks[0]["description"], "Created by capo");
+    let trunk_tags = trunks[0]["tags"].as_array().unwrap();
+    for t in ["machine-tag", "cluster-tag", "capo-server-uid=uid-tr"] {
+        assert!(trunk_tags.contains(&t.into()), "{trunk_tags:?}");
+    }
     let vip = items(&env, "ports")
         .into_iter()
         .find(|p| p["name"] == "tr-vip")
@@ -268,6 +274,10 @@ async fn two_ports_trunk_and_allowed_address_pairs() {
     assert_eq!(vip["allowed_address_pairs"][0]["ip_address"], "10.8.0.200");
     assert!(vip["tags"].as_array().unwrap().contains(&"extra".into()));
     assert_eq!(server.addresses.values().flatten().count(), 2);
+    // Port and trunk already there with their tags: a rerun writes nothing.
+    env.sim.control().clear_requests();
+    until_active(&env, &o, &ports, &mut rec, &resolved).await;
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
     delete_all(&env, &o, &rec, &[], &[]).await;
     nothing_left(&env);
 }
@@ -951,4 +961,100 @@ async fn image_flavor_and_server_group_lookups() {
         .unwrap_err();
     assert!(matches!(err, Error::OpenStack { .. }), "{err}");
     assert!(env.sim.control().faults().is_empty(), "every fault fired");
+}
+
+#[tokio::test]
+async fn port_references_by_id_need_no_lookup_and_filters_must_match_one() {
+    use capo_api::v1beta1::{NetworkParam, NeutronFilter, SubnetFilter, SubnetParam};
+    let env = env().await;
+    let (n, sn) = network(&env).await;
+    let by_name = |name: &str| NetworkParam {
+        id: None,
+        filter: Some(NeutronFilter {
+            name: Some(name.into()),
+            ..Default::default()
+        }),
+    };
+    // An ID is taken as given: no request.
+    env.sim.control().clear_requests();
+    let by_id = NetworkParam {
+        id: Some(n.id.clone()),
+        filter: None,
+    };
+    assert_eq!(
+        instance::resolve_network(&env.s, &by_id).await.unwrap(),
+        n.id
+    );
+    assert!(trace(&env).is_empty(), "{:?}", trace(&env));
+    // A filter: the one network it matches.
+    let found = instance::resolve_network(&env.s, &by_name("cluster-net")).await;
+    assert_eq!(found.unwrap(), n.id);
+    // A subnet filter is looked up on the port's network only.
+    let subnet = SubnetParam {
+        id: None,
+        filter: Some(SubnetFilter {
+            name: Some("cluster-subnet".into()),
+            ..Default::default()
+        }),
+    };
+    let found = instance::resolve_subnet(&env.s, &subnet, &n.id).await;
+    assert_eq!(found.unwrap(), sn.id);
+    // A port without a network: its subnet, by ID or by a filter matching one, gives it.
+    let by_subnet_id = SubnetParam {
+        id: Some(sn.id.clone()),
+        filter: None,
+    };
+    for p in [&by_subnet_id, &subnet] {
+        let got = instance::subnet_and_network(&env.s, p).await.unwrap();
+        assert_eq!(got, Some((sn.id.clone(), n.id.clone())));
+    }
+    let other: Network = net::create(
+        &env.s,
+        NETWORK,
+        &NetworkCreate {
+            name: "cluster-net".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let err = instance::resolve_subnet(&env.s, &subnet, &other.id)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    // A subnet filter matching subnets of two networks tells no network; one matching none
+    // is an error.
+    let body = SubnetCreate {
+        name: "cluster-subnet".into(),
+        network_id: other.id.clone(),
+        cidr: "10.9.0.0/24".into(),
+        ip_version: 4,
+        ..Default::default()
+    };
+    let _: Subnet = net::create(&env.s, SUBNET, &body).await.unwrap();
+    let both = instance::subnet_and_network(&env.s, &subnet).await;
+    assert_eq!(both.unwrap(), None);
+    let nowhere = SubnetParam {
+        id: None,
+        filter: Some(SubnetFilter {
+            name: Some("no-such-subnet".into()),
+            ..Default::default()
+        }),
+    };
+    let err = instance::subnet_and_network(&env.s, &nowhere)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    // No match, or two: an error naming the selector, nothing guessed.
+    let err = instance::resolve_network(&env.s, &by_name("no-such-net"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let err = instance::resolve_network(&env.s, &by_name("cluster-net"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Ambiguous { count: 2, .. }), "{err}");
+    // Security groups resolve the same way.
+    let sg = instance::resolve_security_group(&env.s, &by_name("default")).await;
+    assert!(!sg.unwrap().is_empty());
 }

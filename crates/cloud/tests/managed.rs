@@ -145,6 +145,23 @@ async fn dns_servers_updated_in_place() {
         sn["dns_nameservers"],
         serde_json::json!(["1.1.1.1", "9.9.9.9"])
     );
+    // The order counts (resolvers are tried in order); none, then some again: one PUT each.
+    for servers in [vec!["9.9.9.9", "1.1.1.1"], vec![], vec!["8.8.8.8"]] {
+        spec.managed_subnets[0].dns_nameservers = servers.iter().map(|s| s.to_string()).collect();
+        env.sim.control().clear_requests();
+        networking::ensure_cluster_network(&env.s, &o, &spec, Some(&first))
+            .await
+            .unwrap();
+        assert_eq!(
+            writes(&env),
+            vec!["PUT /network/v2.0/subnets/{id}".to_string()]
+        );
+        let sn = &items(&env, "subnets")
+            .into_iter()
+            .find(|s| s["id"] == first.subnets[0].id.as_str())
+            .unwrap();
+        assert_eq!(sn["dns_nameservers"], serde_json::json!(servers));
+    }
 }
 
 #[tokio::test]
@@ -363,4 +380,173 @@ async fn cluster_with_upstream_naming_is_adopted_without_recreation() {
         1,
         "only the default group is left"
     );
+}
+
+#[tokio::test]
+async fn managed_network_and_subnet_carry_the_spec_options() {
+    use capo_api::v1beta1::AllocationPool;
+    let env = env().await;
+    let o = owner("uid-1");
+    let name = o.cluster_resource_name();
+    let by_id = |col: &str, id: &str| {
+        items(&env, col)
+            .into_iter()
+            .find(|x| x["id"] == id)
+            .unwrap()
+    };
+    // No option: Neutron's defaults, an IPv4 subnet named like the network.
+    let plain = networking::ensure_cluster_network(&env.s, &o, &managed_spec(), None)
+        .await
+        .unwrap();
+    let n = by_id("networks", &plain.id);
+    assert_eq!(n["name"], name.as_str());
+    assert_eq!(n["port_security_enabled"], true, "{n}");
+    let sn = by_id("subnets", &plain.subnets[0].id);
+    assert_eq!(
+        (&sn["name"], &sn["ip_version"], &sn["cidr"]),
+        (&name.as_str().into(), &4.into(), &"10.6.0.0/24".into())
+    );
+    assert_eq!(
+        sn["description"],
+        "Created by capo for OpenStackCluster ns/c1"
+    );
+    assert_eq!(sn["dns_nameservers"], serde_json::json!(["8.8.8.8"]));
+    assert_eq!(
+        (
+            plain.subnets[0].name.as_str(),
+            plain.subnets[0].cidr.as_str()
+        ),
+        (name.as_str(), "10.6.0.0/24")
+    );
+    networking::delete_network(&env.s, &o, &managed_spec(), Some(&plain))
+        .await
+        .unwrap();
+
+    // MTU, port security off and allocation pools reach the network and the subnet.
+    let mut spec = managed_spec();
+    spec.network_mtu = Some(1400);
+    spec.disable_port_security = Some(true);
+    spec.managed_subnets[0].allocation_pools = vec![AllocationPool {
+        start: "10.6.0.10".into(),
+        end: "10.6.0.20".into(),
+    }];
+    let got = networking::ensure_cluster_network(&env.s, &o, &spec, None)
+        .await
+        .unwrap();
+    let n = by_id("networks", &got.id);
+    assert_eq!(
+        (&n["mtu"], &n["port_security_enabled"]),
+        (&1400.into(), &false.into())
+    );
+    let sn = by_id("subnets", &got.subnets[0].id);
+    assert_eq!(
+        sn["allocation_pools"],
+        serde_json::json!([{"start": "10.6.0.10", "end": "10.6.0.20"}])
+    );
+    networking::delete_network(&env.s, &o, &spec, Some(&got))
+        .await
+        .unwrap();
+
+    // An IPv6 CIDR makes an IPv6 subnet, found again (no write) on the next reconcile.
+    let mut v6 = managed_spec();
+    v6.managed_subnets[0].cidr = "fd12:3456:789a::/48".into();
+    v6.managed_subnets[0].dns_nameservers.clear();
+    let got6 = networking::ensure_cluster_network(&env.s, &o, &v6, None)
+        .await
+        .unwrap();
+    let sn = by_id("subnets", &got6.subnets[0].id);
+    assert_eq!(
+        (&sn["ip_version"], &sn["cidr"]),
+        (&6.into(), &"fd12:3456:789a::/48".into())
+    );
+    env.sim.control().clear_requests();
+    for recorded in [Some(&got6), None] {
+        let again = networking::ensure_cluster_network(&env.s, &o, &v6, recorded)
+            .await
+            .unwrap();
+        assert_eq!(again, got6);
+    }
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+    assert_eq!(got6.subnets[0].cidr, "fd12:3456:789a::/48");
+}
+
+#[tokio::test]
+async fn unmanaged_security_groups_are_neither_made_nor_looked_up() {
+    let env = env().await;
+    let mut spec = managed_spec();
+    spec.managed_security_groups = None;
+    let got = networking::ensure_security_groups(
+        &env.s,
+        &owner("uid-1"),
+        &spec,
+        Some("10.6.0.0/24"),
+        &Default::default(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(got.is_none());
+    assert!(trace(&env).is_empty(), "{:?}", trace(&env));
+}
+
+#[tokio::test]
+async fn delete_with_a_lost_status_finds_router_and_network_by_name() {
+    let env = env().await;
+    let o = owner("uid-1");
+    let spec = managed_spec();
+    let before = ids(&env);
+    reconcile_fresh(&env, &o, &spec).await.unwrap();
+    env.sim.control().clear_requests();
+    // Nothing recorded (status lost): the router is found by name, its interface removed,
+    // then router, network and groups deleted.
+    delete(&env, &o, &spec, &Recorded::default()).await.unwrap();
+    let w = writes(&env);
+    for call in [
+        "PUT /network/v2.0/routers/{id}/remove_router_interface",
+        "DELETE /network/v2.0/routers/{id}",
+        "DELETE /network/v2.0/networks/{id}",
+    ] {
+        assert!(w.iter().any(|l| l == call), "{call} missing from {w:?}");
+    }
+    assert_eq!(ids(&env), before);
+    // Nothing there and nothing recorded: success, no write.
+    env.sim.control().clear_requests();
+    delete(&env, &o, &spec, &Recorded::default()).await.unwrap();
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+}
+
+#[tokio::test]
+async fn a_requested_floating_ip_is_allocated_with_its_address_found_again_and_kept() {
+    use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
+    let env = env().await;
+    let o = owner("uid-1");
+    let ext = networking::ensure_external_network(&env.s, &managed_spec())
+        .await
+        .unwrap()
+        .unwrap();
+    let target = FipTarget {
+        purpose: Purpose::ApiServer,
+        requested: Some("172.24.4.77"),
+        external_network_id: &ext.id,
+        port_id: "",
+        recorded_ip: None,
+    };
+    // Not allocated yet: allocated with that address (and, being the user's, not tagged).
+    env.sim.control().clear_requests();
+    let first = fip::ensure_floating_ip(&env.s, &o, &target).await.unwrap();
+    assert_eq!((first.ip.as_str(), first.ours), ("172.24.4.77", false));
+    assert_eq!(
+        writes(&env),
+        vec!["POST /network/v2.0/floatingips".to_string()]
+    );
+    // Already allocated: found by its address, nothing written.
+    env.sim.control().clear_requests();
+    let again = fip::ensure_floating_ip(&env.s, &o, &target).await.unwrap();
+    assert_eq!(again.id, first.id);
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+    // The user's address: never deleted with the cluster.
+    fip::delete_floating_ips(&env.s, &o, Purpose::ApiServer, target.requested)
+        .await
+        .unwrap();
+    assert_eq!(items(&env, "floatingips").len(), 1);
 }

@@ -25,7 +25,7 @@ pub use owner::ServerOwner;
 pub use ports::{EnsuredPort, delete_duplicate_ports, ensure_port, ensure_ports, port_name};
 pub use resolve::{
     find_image, resolve_flavor, resolve_image, resolve_network, resolve_security_group,
-    resolve_server_group, resolve_subnet,
+    resolve_server_group, resolve_subnet, subnet_and_network,
 };
 pub use server::{ServerRequest, delete_server, ensure_server, get_server, is_gone};
 pub use volumes::{EnsuredVolume, VolumeSpec, ensure_volume, ensure_volumes, plan_volumes};

@@ -70,7 +70,7 @@ pub async fn ensure_port(
     let tags = owner.desired_tags(&spec.tags);
     ensure_tags(s, PORT, &port.id, &port.tags, &tags).await?;
     let trunk_id = if spec.trunk == Some(true) {
-        Some(ensure_trunk(s, owner, &spec.name, &port.id, &tags).await?)
+        Some(ensure_trunk(s, owner, spec, &port.id, &tags).await?)
     } else {
         None
     };
@@ -167,14 +167,18 @@ fn port_body(spec: &ResolvedPortSpec) -> Result<Value> {
         } else {
             Some(spec.security_groups.clone()).filter(|g| !g.is_empty())
         },
-        allowed_address_pairs: spec
-            .allowed_address_pairs
-            .iter()
-            .map(|a| AddressPair {
-                ip_address: a.ip_address.clone(),
-                mac_address: a.mac_address.clone(),
-            })
-            .collect(),
+        // Neutron refuses address pairs on a port without port security; upstream drops them.
+        allowed_address_pairs: if no_security {
+            Vec::new()
+        } else {
+            spec.allowed_address_pairs
+                .iter()
+                .map(|a| AddressPair {
+                    ip_address: a.ip_address.clone(),
+                    mac_address: a.mac_address.clone(),
+                })
+                .collect()
+        },
         port_security_enabled: spec.disable_port_security.map(|d| !d),
         admin_state_up: spec.admin_state_up,
         mac_address: spec.mac_address.clone(),
@@ -224,14 +228,15 @@ async fn ensure_tags(
         .ctx(|| format!("tag {} {id}", r.singular))
 }
 
-/// The trunk named after the port, on the port.
+/// The trunk named and described like the port, on the port.
 async fn ensure_trunk(
     s: &Session,
     owner: &ServerOwner,
-    name: &str,
+    spec: &ResolvedPortSpec,
     port_id: &str,
     tags: &[String],
 ) -> Result<String> {
+    let name = spec.name.as_str();
     let filter = ListFilter::default().with("port_id", port_id);
     let found: Vec<Trunk> = net::list(s, TRUNK, &filter)
         .await
@@ -248,7 +253,7 @@ async fn ensure_trunk(
             let body = TrunkCreate {
                 name: name.to_owned(),
                 port_id: port_id.to_owned(),
-                description: None,
+                description: Some(spec.description.clone()).filter(|d| !d.is_empty()),
             };
             net::create::<Trunk>(s, TRUNK, &body)
                 .await
@@ -340,6 +345,116 @@ mod tests {
             Some(json!({"capabilities": ["switchdev"], "trusted": true}))
         );
         assert_eq!(binding_profile(&BindingProfile::default()), None);
+    }
+
+    #[test]
+    fn port_body_carries_every_option_and_a_minimal_port_only_its_name_and_network() {
+        use capo_api::v1beta1::{AddressPair as Pair, ResolvedFixedIP};
+        let minimal = ResolvedPortSpec {
+            name: "m-0".into(),
+            network_id: "n".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            port_body(&minimal).unwrap(),
+            json!({"name": "m-0", "network_id": "n"})
+        );
+        let full = ResolvedPortSpec {
+            name: "m-data".into(),
+            network_id: "n".into(),
+            description: "Created by cluster-api-provider-openstack cluster c".into(),
+            fixed_ips: vec![
+                ResolvedFixedIP {
+                    subnet: Some("s1".into()),
+                    ip_address: Some("192.0.2.1".into()),
+                },
+                ResolvedFixedIP {
+                    subnet: None,
+                    ip_address: Some("198.51.100.1".into()),
+                },
+                ResolvedFixedIP {
+                    subnet: Some("s2".into()),
+                    ip_address: None,
+                },
+            ],
+            security_groups: vec!["sg".into()],
+            admin_state_up: Some(true),
+            mac_address: Some("de:ad:be:ef:fe:ed".into()),
+            allowed_address_pairs: vec![
+                Pair {
+                    ip_address: "192.0.2.1".into(),
+                    mac_address: Some("de:ad:be:ef:fe:ed".into()),
+                },
+                Pair {
+                    ip_address: "198.51.100.1".into(),
+                    mac_address: None,
+                },
+            ],
+            host_id: Some("host".into()),
+            vnic_type: Some("normal".into()),
+            profile: Some(BindingProfile {
+                ovs_hw_offload: Some(true),
+                trusted_vf: Some(true),
+            }),
+            propagate_uplink_status: Some(true),
+            value_specs: vec![capo_api::v1beta1::ValueSpec {
+                name: "v".into(),
+                key: "test-key".into(),
+                value: "test-value".into(),
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            port_body(&full).unwrap(),
+            json!({
+                "name": "m-data",
+                "network_id": "n",
+                "description": "Created by cluster-api-provider-openstack cluster c",
+                "fixed_ips": [
+                    {"subnet_id": "s1", "ip_address": "192.0.2.1"},
+                    {"ip_address": "198.51.100.1"},
+                    {"subnet_id": "s2"},
+                ],
+                "security_groups": ["sg"],
+                "allowed_address_pairs": [
+                    {"ip_address": "192.0.2.1", "mac_address": "de:ad:be:ef:fe:ed"},
+                    {"ip_address": "198.51.100.1"},
+                ],
+                "admin_state_up": true,
+                "mac_address": "de:ad:be:ef:fe:ed",
+                "binding:vnic_type": "normal",
+                "binding:host_id": "host",
+                "binding:profile": {"capabilities": ["switchdev"], "trusted": true},
+                "propagate_uplink_status": true,
+                "test-key": "test-value",
+            })
+        );
+    }
+
+    #[test]
+    fn port_security_on_keeps_address_pairs_and_off_drops_them() {
+        let pair = capo_api::v1beta1::AddressPair {
+            ip_address: "192.0.2.1".into(),
+            mac_address: Some("de:ad:be:ef:fe:ed".into()),
+        };
+        let mut spec = ResolvedPortSpec {
+            name: "m-0".into(),
+            network_id: "n".into(),
+            disable_port_security: Some(false),
+            allowed_address_pairs: vec![pair],
+            ..Default::default()
+        };
+        let on = port_body(&spec).unwrap();
+        assert_eq!(on["port_security_enabled"], json!(true));
+        assert_eq!(
+            on["allowed_address_pairs"],
+            json!([{"ip_address": "192.0.2.1", "mac_address": "de:ad:be:ef:fe:ed"}])
+        );
+        // Neutron refuses address pairs on a port without port security: they are left out.
+        spec.disable_port_security = Some(true);
+        let off = port_body(&spec).unwrap();
+        assert_eq!(off["port_security_enabled"], json!(false));
+        assert!(off.get("allowed_address_pairs").is_none(), "{off}");
     }
 
     #[test]

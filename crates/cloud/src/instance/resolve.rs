@@ -136,6 +136,19 @@ pub async fn resolve_subnet(s: &Session, p: &SubnetParam, network_id: &str) -> R
     neutron_id::<Subnet>(s, SUBNET, p.id.as_deref(), filter).await
 }
 
+/// The subnet a fixed IP of a port without a network names, with that subnet's network, when
+/// the subnet alone identifies them: an ID is fetched (one GET), a filter must match one subnet
+/// (`Ok(None)` when it matches several: the port's network, known from another fixed IP, may
+/// tell them apart). No match is an error.
+pub async fn subnet_and_network(s: &Session, p: &SubnetParam) -> Result<Option<(String, String)>> {
+    let filter = p.filter.as_ref().map(subnet_filter);
+    match resolve_one::<Subnet>(s, SUBNET, p.id.as_deref(), filter).await {
+        Ok(sn) => Ok(Some((sn.id, sn.network_id))),
+        Err(Error::Ambiguous { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 async fn neutron_id<T: DeserializeOwned + Tagged>(
     s: &Session,
     r: Resource,

@@ -291,6 +291,8 @@ mod tests {
                 c
             })
             .collect();
+        // Nothing wanted and nothing there: nothing to do.
+        assert!(diff(&[], &[], true).is_empty());
         assert!(is_ours(&created[0]));
         assert_eq!(created[0].description.as_deref(), Some("SSH [capo]"));
         assert!(diff(&want, &created, true).is_empty());

@@ -19,7 +19,12 @@ pub struct Env {
 }
 
 pub async fn env() -> Env {
-    let sim = Sim::start(SimConfig::default()).await.expect("sim starts");
+    env_with(SimConfig::default()).await
+}
+
+/// [`env`] on a simulator started with `config` (another seed, say).
+pub async fn env_with(config: SimConfig) -> Env {
+    let sim = Sim::start(config).await.expect("sim starts");
     let mut cfg = ClientConfig::default();
     cfg.retry.base = std::time::Duration::from_millis(10);
     cfg.retry.max_backoff = std::time::Duration::from_millis(50);

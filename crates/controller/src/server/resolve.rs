@@ -1,8 +1,9 @@
 //! Resolution of an OpenStackServer's references (image, flavor, server group, and every
 //! port's network, subnets and security groups) into `status.resolved`, which is written with
 //! the first status write after the resolution. Selectors given by ID are taken as they are (the create that
-//! uses them fails with the cloud's message if they are wrong); filters are looked up through
-//! the shared [`LookupCache`].
+//! uses them fails with the cloud's message if they are wrong), but for the subnet that tells a
+//! port without a network which network it is on; filters are looked up through the shared
+//! [`LookupCache`].
 
 use capo_api::conversion::server::V1beta1ServerSpec;
 use capo_api::v1alpha1::OpenStackServer;
@@ -107,15 +108,18 @@ impl Resolver<'_> {
         i: usize,
     ) -> Result<ResolvedPortSpec> {
         let name = port_name(&oss.name_any(), p.name_suffix.as_deref(), i);
-        let network = p.network.as_ref().ok_or_else(|| {
-            Error::InvalidSpec(format!("spec.ports[{i}].network: Required value"))
-        })?;
-        let network_id = self.network(network).await?;
+        // Subnets already resolved while looking for the port's network.
+        let mut found = vec![None; p.fixed_ips.len()];
+        let network_id = match &p.network {
+            Some(network) => self.network(network).await?,
+            None => self.network_of_subnets(p, i, &mut found).await?,
+        };
         let mut fixed_ips = Vec::with_capacity(p.fixed_ips.len());
-        for f in &p.fixed_ips {
-            let subnet = match &f.subnet {
-                Some(sp) => Some(self.subnet(sp, &network_id).await?),
-                None => None,
+        for (f, known) in p.fixed_ips.iter().zip(found) {
+            let subnet = match (&f.subnet, known) {
+                (_, Some(id)) => Some(id),
+                (Some(sp), None) => Some(self.subnet(sp, &network_id).await?),
+                (None, None) => None,
             };
             fixed_ips.push(ResolvedFixedIP {
                 ip_address: f.ip_address.clone(),
@@ -154,6 +158,28 @@ impl Resolver<'_> {
             value_specs: p.value_specs.clone(),
             vnic_type: p.vnic_type.clone(),
         })
+    }
+
+    /// The network of a port that names none, as upstream: that of the first of its fixed
+    /// IPs' subnets that identifies one subnet (an ambiguous subnet filter is passed over, and
+    /// resolved on the network found). The subnet found is recorded in `found`.
+    async fn network_of_subnets(
+        &self,
+        p: &PortOpts,
+        i: usize,
+        found: &mut [Option<String>],
+    ) -> Result<String> {
+        for (f, slot) in p.fixed_ips.iter().zip(found.iter_mut()) {
+            let Some(sp) = &f.subnet else { continue };
+            if let Some((subnet, network)) = instance::subnet_and_network(self.s, sp).await? {
+                *slot = Some(subnet);
+                return Ok(network);
+            }
+        }
+        Err(Error::InvalidSpec(format!(
+            "spec.ports[{i}].network: Required value: the port names no network and none of \
+             its fixed IPs names a subnet that identifies one"
+        )))
     }
 
     async fn network(&self, p: &NetworkParam) -> Result<String> {

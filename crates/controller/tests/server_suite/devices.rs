@@ -160,3 +160,171 @@ async fn volumes_ports_trunk_server_group_and_orc_image() {
             .any(|p| p["name"].as_str().unwrap().starts_with("m-rich"))
     );
 }
+
+/// A machine-level trunk and security groups: a port without its own settings inherits the
+/// trunk and gets the role's managed group plus the machine's groups; a port with its own
+/// groups and `trunk: false` gets its groups plus the machine's, and no trunk.
+const INHERITED: &str = "flavor: m1.small
+image:
+  filter:
+    name: ubuntu-2404-kube-v1.34
+trunk: true
+securityGroups:
+- filter:
+    name: default
+ports:
+- {}
+- nameSuffix: own
+  trunk: false
+  securityGroups:
+  - filter:
+      name: extra
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ports_inherit_the_machines_trunk_and_security_groups() {
+    use capo_openstack::network::{self as net, SecurityGroup};
+    let (h, _c) = ready_cluster("inh", CLUSTER_FIP).await;
+    let s = session(&h).await;
+    let extra: SecurityGroup = net::create(
+        &s,
+        net::SECURITY_GROUP,
+        &json!({"name": "extra", "description": "a user's group"}),
+    )
+    .await
+    .unwrap();
+    let groups = sim_items(&h, "security_groups");
+    let default = groups.iter().find(|g| g["name"] == "default").unwrap();
+    let default = default["id"].as_str().unwrap().to_owned();
+    let cluster = h.clusters().get("c1").await.unwrap();
+    let worker = cluster.status.unwrap().worker_security_group.unwrap().id;
+    create_machine(&h, "c1", "m-inh", false, INHERITED).await;
+    wait_machine_ready(&h, "m-inh").await;
+
+    let ports = sim_items(&h, "ports");
+    let by_name = |name: &str| ports.iter().find(|p| p["name"] == name).unwrap().clone();
+    let groups_of = |p: &serde_json::Value| {
+        let mut g: Vec<String> = p["security_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap().to_owned())
+            .collect();
+        g.sort();
+        g
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let first = by_name("m-inh-0");
+    let own = by_name("m-inh-own");
+    assert_eq!(groups_of(&first), sorted(vec![worker, default.clone()]));
+    assert_eq!(groups_of(&own), sorted(vec![extra.id, default]));
+    let trunks = sim_items(&h, "trunks");
+    assert_eq!(trunks.len(), 1, "{trunks:?}");
+    assert_eq!(trunks[0]["port_id"], first["id"]);
+    assert_eq!(trunks[0]["name"], "m-inh-0");
+
+    delete_machine(&h, "m-inh").await;
+    wait_machine_gone(&h, "m-inh", 60).await;
+    assert!(sim_items(&h, "trunks").is_empty());
+}
+
+/// An OpenStackServer port that names no network goes on the network of its fixed IPs'
+/// subnets: the first subnet that identifies one (by ID, or by a filter matching one subnet),
+/// the others then looked up on that network, as upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_without_a_network_takes_the_network_of_its_subnet() {
+    use capo_openstack::network::{self as net, Network, Subnet};
+    let (h, _c) = ready_cluster("subnet-net", CLUSTER_FIP).await;
+    let s = session(&h).await;
+    let side: Network = net::create(&s, net::NETWORK, &json!({"name": "side-net"}))
+        .await
+        .unwrap();
+    let mut subnets = Vec::new();
+    for (name, cidr) in [("side-a", "10.60.0.0/24"), ("side-b", "10.61.0.0/24")] {
+        let body = json!({"name": name, "network_id": side.id, "cidr": cidr, "ip_version": 4});
+        let sn: Subnet = net::create(&s, net::SUBNET, &body).await.unwrap();
+        subnets.push(sn);
+    }
+    // Another network with a subnet also named side-b: that filter alone tells no network.
+    let decoy: Network = net::create(&s, net::NETWORK, &json!({"name": "decoy"}))
+        .await
+        .unwrap();
+    let body =
+        json!({"name": "side-b", "network_id": decoy.id, "cidr": "10.62.0.0/24", "ip_version": 4});
+    let _: Subnet = net::create(&s, net::SUBNET, &body).await.unwrap();
+    h.apply(&format!(
+        "apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: OpenStackServer
+metadata:
+  name: by-subnet
+  labels:
+    cluster.x-k8s.io/cluster-name: c1
+spec:
+  flavor: m1.small
+  image:
+    filter:
+      name: ubuntu-2404-kube-v1.34
+  identityRef:
+    name: cloud-config
+    cloudName: openstack
+  sshKeyName: ''
+  ports:
+  - fixedIPs:
+    - subnet:
+        filter:
+          name: side-b
+    - subnet:
+        filter:
+          name: side-a
+  - fixedIPs:
+    - subnet:
+        id: {a}
+",
+        a = subnets[0].id
+    ))
+    .await;
+    let oss = crate::common::poll(
+        60,
+        || async {
+            let o = servers(&h).get("by-subnet").await.expect("get");
+            o.status.as_ref().is_some_and(|s| s.ready).then_some(o)
+        },
+        || async { "timed out waiting for the server to be ready".to_owned() },
+    )
+    .await;
+    let resolved = oss.status.unwrap().resolved.unwrap();
+    for p in &resolved.ports {
+        assert_eq!(p.spec.network_id, side.id);
+    }
+    let ids = |i: usize| -> Vec<Option<String>> {
+        resolved.ports[i]
+            .spec
+            .fixed_ips
+            .iter()
+            .map(|f| f.subnet.clone())
+            .collect()
+    };
+    assert_eq!(
+        ids(0),
+        vec![Some(subnets[1].id.clone()), Some(subnets[0].id.clone())]
+    );
+    assert_eq!(ids(1), vec![Some(subnets[0].id.clone())]);
+    let p = port(&h, "by-subnet-0").await;
+    assert_eq!(p["network_id"], side.id.as_str());
+    servers(&h)
+        .delete("by-subnet", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    crate::common::poll(
+        60,
+        || async {
+            let o = servers(&h).get_opt("by-subnet").await.expect("get");
+            o.is_none().then_some(())
+        },
+        || async { "timed out waiting for the server to go".to_owned() },
+    )
+    .await;
+}
