@@ -23,6 +23,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
+pub use common::Cidr;
 pub use errors::{FieldError, FieldErrorKind, FieldPath, ValidationErrors};
 
 /// Admission validation of one kind: what the validating webhook calls on create and update.

@@ -63,16 +63,16 @@ pub(crate) fn check_ip(
 
 /// A parsed CIDR: network address and prefix length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cidr {
+pub struct Cidr {
     /// Address part of the CIDR.
-    pub(crate) addr: IpAddr,
+    pub addr: IpAddr,
     /// Prefix length.
-    pub(crate) prefix: u8,
+    pub prefix: u8,
 }
 
 impl Cidr {
     /// Parses `a.b.c.d/n` or `x::y/n`.
-    pub(crate) fn parse(value: &str) -> Option<Cidr> {
+    pub fn parse(value: &str) -> Option<Cidr> {
         let (addr, prefix) = value.split_once('/')?;
         let addr: IpAddr = addr.parse().ok()?;
         let prefix: u8 = prefix.parse().ok()?;
@@ -81,7 +81,7 @@ impl Cidr {
     }
 
     /// Whether `ip` lies inside this CIDR.
-    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
+    pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
                 let mask = u32::MAX

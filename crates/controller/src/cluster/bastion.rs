@@ -13,6 +13,7 @@ use capo_api::constants::CLUSTER_NAME_LABEL;
 use capo_api::names::bastion_server_name;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
 use capo_api::v1beta1::{Bastion, BastionStatus};
+use capo_api::validation::Cidr;
 use capo_cloud::Progress;
 use capo_cloud::networking::floating_ip::{self as fip, FipTarget, Purpose};
 use capo_openstack::Session;
@@ -91,7 +92,10 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
         Some(_) => {}
     }
     let st = server.status.clone().unwrap_or_default();
-    let mut bs = bastion_status(&name, &server, &st)?;
+    let cluster_cidrs: Vec<String> = (scope.status.network.iter())
+        .flat_map(|n| n.subnets.iter().map(|sn| sn.cidr.clone()))
+        .collect();
+    let mut bs = bastion_status(&name, &server, &st, &cluster_cidrs)?;
     let recorded = scope.status.bastion.clone().unwrap_or_default();
     // The recorded floating IP is kept only while it sits on this same server; a replaced
     // bastion gets it associated with its new port below.
@@ -116,27 +120,48 @@ pub(super) async fn reconcile_bastion(scope: &mut Scope<'_>, s: &Session) -> Res
     Ok(Progress::Done(()))
 }
 
-/// The bastion server as the cluster's (v1beta1) status records it.
+/// The bastion server as the cluster's (v1beta1) status records it. Its `ip` is its first
+/// fixed address on the cluster network (in one of `cluster_cidrs`, the cluster subnets'), as
+/// upstream reads it from that network, IPv4 first; else, with no such address, its first fixed
+/// address.
 fn bastion_status(
     name: &str,
     server: &OpenStackServer,
     st: &OpenStackServerStatus,
+    cluster_cidrs: &[String],
 ) -> Result<BastionStatus> {
     let (resolved, resources) = v1beta1_status_parts(st)?;
     Ok(BastionStatus {
         floating_ip: None,
         id: st.instance_id.clone(),
-        ip: st
-            .addresses
-            .iter()
-            .find(|a| a.r#type == "InternalIP")
-            .map(|a| a.address.clone()),
+        ip: bastion_ip(&st.addresses, cluster_cidrs),
         name: Some(name.to_owned()),
         resolved,
         resources,
         ssh_key_name: Some(server.spec.ssh_key_name.clone()).filter(|k| !k.is_empty()),
         state: st.instance_state.clone(),
     })
+}
+
+/// [`bastion_status`]'s `ip`.
+fn bastion_ip(
+    addresses: &[capo_api::v1beta2::MachineAddress],
+    cluster_cidrs: &[String],
+) -> Option<String> {
+    let cidrs: Vec<Cidr> = cluster_cidrs
+        .iter()
+        .filter_map(|c| Cidr::parse(c))
+        .collect();
+    let on_cluster = |a: &&capo_api::v1beta2::MachineAddress| {
+        a.address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| cidrs.iter().any(|c| c.contains(ip)))
+    };
+    let internal = || addresses.iter().filter(|a| a.r#type == "InternalIP");
+    internal()
+        .find(on_cluster)
+        .or_else(|| internal().next())
+        .map(|a| a.address.clone())
 }
 
 async fn bastion_floating_ip(
@@ -278,4 +303,39 @@ pub(super) async fn remove_bastion(
 fn waiting(scope: &mut Scope<'_>, reason: &str, why: &str) -> Progress {
     scope.set(BASTION_READY, State::info(reason, why));
     Progress::waiting("bastion", reason, why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capo_api::v1beta2::MachineAddress;
+
+    fn addr(t: &str, a: &str) -> MachineAddress {
+        MachineAddress {
+            r#type: t.into(),
+            address: a.into(),
+        }
+    }
+
+    #[test]
+    fn bastion_ip_is_its_first_address_on_the_cluster_network() {
+        let cluster = ["10.6.0.0/24".to_owned(), "fd00:6::/64".to_owned()];
+        // Another network sorts first by name: its address is not the bastion's IP.
+        let addresses = [
+            addr("InternalIP", "192.168.9.4"),
+            addr("InternalIP", "10.6.0.7"),
+            addr("InternalIP", "fd00:6::7"),
+            addr("ExternalIP", "172.24.4.5"),
+        ];
+        assert_eq!(
+            bastion_ip(&addresses, &cluster).as_deref(),
+            Some("10.6.0.7")
+        );
+        // No cluster subnet known (or no address on it): the first fixed address.
+        assert_eq!(bastion_ip(&addresses, &[]).as_deref(), Some("192.168.9.4"));
+        assert_eq!(
+            bastion_ip(&[addr("ExternalIP", "172.24.4.5")], &cluster),
+            None
+        );
+    }
 }

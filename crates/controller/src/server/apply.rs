@@ -269,19 +269,29 @@ fn request(
 }
 
 /// The server's addresses as Cluster API wants them: fixed → InternalIP, floating →
-/// ExternalIP, plus the server name as InternalDNS.
+/// ExternalIP, plus the server name as InternalDNS. Networks by name; within each, IPv4 before
+/// IPv6 and otherwise Nova's order, as upstream lists them (so a dual-stack machine's first
+/// InternalIP is its IPv4 address).
 pub(crate) fn addresses(server: &Server) -> Vec<MachineAddress> {
     let mut out = Vec::new();
-    for a in server.addresses.values().flatten() {
-        let kind = if a.ip_type.as_deref() == Some("floating") {
-            "ExternalIP"
-        } else {
-            "InternalIP"
-        };
-        out.push(MachineAddress {
-            address: a.addr.clone(),
-            r#type: kind.into(),
+    for network in server.addresses.values() {
+        let mut network: Vec<_> = network.iter().collect();
+        network.sort_by_key(|a| {
+            a.addr
+                .parse::<std::net::IpAddr>()
+                .map_or(2, |ip| u8::from(ip.is_ipv6()))
         });
+        out.extend(network.into_iter().map(|a| {
+            MachineAddress {
+                address: a.addr.clone(),
+                r#type: if a.ip_type.as_deref() == Some("floating") {
+                    "ExternalIP"
+                } else {
+                    "InternalIP"
+                }
+                .into(),
+            }
+        }));
     }
     out.push(MachineAddress {
         address: server.name.clone(),
@@ -476,6 +486,37 @@ async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_by_network_ipv4_first() {
+        let server: Server = serde_json::from_value(serde_json::json!({
+            "id": "s1",
+            "name": "m-1",
+            "status": "ACTIVE",
+            "addresses": {
+                "b-net": [
+                    {"addr": "fd00::5", "version": 6, "OS-EXT-IPS:type": "fixed"},
+                    {"addr": "10.0.0.5", "version": 4, "OS-EXT-IPS:type": "fixed"},
+                    {"addr": "172.24.4.9", "version": 4, "OS-EXT-IPS:type": "floating"},
+                ],
+                "a-net": [{"addr": "192.168.1.2", "version": 4, "OS-EXT-IPS:type": "fixed"}],
+            },
+        }))
+        .unwrap();
+        let got: Vec<(String, String)> = addresses(&server)
+            .into_iter()
+            .map(|a| (a.r#type, a.address))
+            .collect();
+        let want = [
+            ("InternalIP", "192.168.1.2"),
+            ("InternalIP", "10.0.0.5"),
+            ("ExternalIP", "172.24.4.9"),
+            ("InternalIP", "fd00::5"),
+            ("InternalDNS", "m-1"),
+        ]
+        .map(|(t, a)| (t.to_owned(), a.to_owned()));
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn addresses_fixed_floating_and_dns() {
