@@ -144,15 +144,27 @@ async fn dual_stack_subnets_infer_the_network() {
     assert_eq!(got.id, n.id);
     let ids: Vec<&str> = got.subnets.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, vec![sn[0].id.as_str(), sn[1].id.as_str()]);
-    // Two IPv4 subnets are refused.
+    // Two IPv4 subnets listed: accepted in the order given, as upstream (the first carries the
+    // VIP when no spec.primarySubnet names one).
     spec.subnets[1] = SubnetParam {
         id: Some(sn[2].id.clone()),
         filter: None,
     };
+    let got = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = got.subnets.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec![sn[0].id.as_str(), sn[2].id.as_str()]);
+    // Found on the network rather than listed, several subnets are a guess: refused.
+    spec.subnets.clear();
+    spec.network = Some(NetworkParam {
+        id: Some(n.id.clone()),
+        filter: None,
+    });
     let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("more than one IPv4"), "{err}");
+    assert!(err.to_string().contains("list the ones to use"), "{err}");
 }
 
 #[tokio::test]

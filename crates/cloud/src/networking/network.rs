@@ -321,9 +321,11 @@ pub async fn resolve_existing_network(
             )));
         }
     }
+    // Subnets the user listed are used in the order given, the first of each IP version
+    // carrying the VIP, as upstream; several of one version found on the network are a guess.
     for v in [4, 6] {
         let several = subnets.iter().filter(|sn| sn.ip_version == v).count() > 1;
-        if several && spec.primary_subnet.is_none() {
+        if several && spec.primary_subnet.is_none() && spec.subnets.is_empty() {
             return Err(Error::InvalidSpec(format!(
                 "more than one IPv{v} subnet given; set spec.primarySubnet to choose the one \
                  the API VIP uses"
