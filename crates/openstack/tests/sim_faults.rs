@@ -315,3 +315,37 @@ async fn wrong_password_is_unauthorized_without_echo() {
     assert!(!format!("{e:?}").contains("wrong-pass-4711"));
     assert_eq!(s.token_requests(), 1, "a rejected password is not retried");
 }
+
+/// `auth_type: token` (and `v3token`): an existing Keystone token, rescoped to the entry's
+/// project, as upstream's clientconfig uses it; the token never shows in Debug output.
+#[tokio::test]
+async fn token_auth_type_rescopes_an_existing_token() {
+    let env = common::env().await;
+    let password = env.session("capo-sim");
+    let project = password.project_id().await.unwrap();
+    // A token of the same user, obtained outside capo as `openstack token issue` would.
+    let reply = reqwest::Client::new()
+        .post(format!("{}/auth/tokens", env.sim.auth_url()))
+        .json(&serde_json::json!({"auth": {"identity": {"methods": ["password"], "password": {
+            "user": {"name": "capo-user", "domain": {"name": "Default"}, "password": "capo-password"}}}}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(reply.status().is_success(), "{}", reply.status());
+    let token = reply.headers()["x-subject-token"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for auth_type in ["token", "v3token"] {
+        let yaml = format!(
+            "clouds:\n  t:\n    auth_type: {auth_type}\n    auth:\n      auth_url: {}\n      token: {token}\n      project_id: {project}\n    region_name: RegionOne\n",
+            env.sim.auth_url()
+        );
+        let creds = capo_openstack::Credentials::from_clouds_yaml(&yaml, "t", None, None).unwrap();
+        assert_eq!(creds.method, capo_openstack::credentials::AuthMethod::Token);
+        assert!(!format!("{creds:?}").contains(&token), "token in Debug");
+        let s = env.cache.session(&creds).unwrap();
+        assert_eq!(s.project_id().await.unwrap(), project);
+        list_flavors(&s).await.unwrap();
+    }
+}
