@@ -206,8 +206,9 @@ fn json_key(v: &impl serde::Serialize) -> Result<String> {
     })
 }
 
-/// `status.id` of the ORC `Image` `name` (openstack.k-orc.cloud/v1alpha1); Err(why) while
-/// the Image does not exist or has no ID yet.
+/// `status.id` of the ORC `Image` `name` (openstack.k-orc.cloud/v1alpha1) once ORC reports it
+/// `Available`, as upstream waits for it ([`orc_image_progress`]); Waiting while it does not
+/// exist or is not available yet.
 pub(crate) async fn orc_image_id(
     client: &kube::Client,
     ns: &str,
@@ -227,13 +228,94 @@ pub(crate) async fn orc_image_id(
             format!("waiting for ORC Image {name} to exist"),
         ));
     };
-    let id = img.data["status"]["id"].as_str().unwrap_or_default();
-    if id.is_empty() {
-        return Ok(Progress::waiting(
-            "ORC image",
-            name,
-            format!("waiting for ORC Image {name} to have an ID"),
+    Ok(orc_image_progress(
+        &img.data,
+        img.metadata.generation,
+        ns,
+        name,
+    ))
+}
+
+/// Where an ORC Image stands, read as ORC's own helpers read its conditions: its ID once
+/// `Available` is True; `Stuck` with ORC's message when its up-to-date `Progressing` condition
+/// (observed at the Image's generation) has a terminal reason (`InvalidConfiguration`,
+/// `UnrecoverableError`), which only an edit of the Image can change; else Waiting, even when
+/// an ID is already there (an image still importing or being replaced is not usable yet).
+fn orc_image_progress(
+    data: &serde_json::Value,
+    generation: Option<i64>,
+    ns: &str,
+    name: &str,
+) -> Progress<String> {
+    let status = &data["status"];
+    let conditions = status["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let condition = |t: &str| conditions.iter().find(|c| c["type"] == t);
+    let id = status["id"].as_str().unwrap_or_default();
+    if condition("Available").is_some_and(|c| c["status"] == "True") && !id.is_empty() {
+        return Progress::Done(id.to_owned());
+    }
+    let progressing =
+        condition("Progressing").filter(|c| c["observedGeneration"].as_i64() == generation);
+    if let Some(p) = progressing
+        && matches!(
+            p["reason"].as_str(),
+            Some("InvalidConfiguration" | "UnrecoverableError")
+        )
+    {
+        let message = p["message"].as_str().unwrap_or_default();
+        return Progress::Stuck(format!("ORC Image {ns}/{name} failed: {message}"));
+    }
+    Progress::waiting(
+        "ORC image",
+        name,
+        format!("waiting for ORC Image {name} to be available"),
+    )
+}
+
+#[cfg(test)]
+mod orc_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn image(conditions: serde_json::Value, id: Option<&str>) -> serde_json::Value {
+        json!({"status": {"id": id, "conditions": conditions}})
+    }
+
+    #[test]
+    fn an_orc_image_is_used_once_available_and_its_terminal_failure_is_reported() {
+        let available = json!([{"type": "Available", "status": "True"},
+            {"type": "Progressing", "status": "False", "reason": "Success", "observedGeneration": 2}]);
+        assert_eq!(
+            orc_image_progress(&image(available, Some("img-1")), Some(2), "ns", "node"),
+            Progress::Done("img-1".to_owned())
+        );
+        // An ID but not available yet (still importing): waited for, as upstream.
+        let importing = json!([{"type": "Available", "status": "False"},
+            {"type": "Progressing", "status": "True", "reason": "Progressing", "observedGeneration": 2}]);
+        assert!(matches!(
+            orc_image_progress(&image(importing, Some("img-1")), Some(2), "ns", "node"),
+            Progress::Waiting(_)
+        ));
+        // A terminal failure at the Image's generation: reported with ORC's message.
+        let failed = json!([{"type": "Available", "status": "False"},
+            {"type": "Progressing", "status": "False", "reason": "InvalidConfiguration",
+             "message": "image not found in Glance", "observedGeneration": 2}]);
+        assert_eq!(
+            orc_image_progress(&image(failed.clone(), None), Some(2), "ns", "node"),
+            Progress::Stuck("ORC Image ns/node failed: image not found in Glance".to_owned())
+        );
+        // The same condition from an older generation (the Image was edited since): waited for.
+        assert!(matches!(
+            orc_image_progress(&image(failed, None), Some(3), "ns", "node"),
+            Progress::Waiting(_)
+        ));
+        // No status at all.
+        assert!(matches!(
+            orc_image_progress(&json!({}), Some(1), "ns", "node"),
+            Progress::Waiting(_)
         ));
     }
-    Ok(Progress::Done(id.to_owned()))
 }

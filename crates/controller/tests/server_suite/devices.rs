@@ -50,7 +50,8 @@ ports:
   - ipAddress: 10.7.0.250
 ";
 
-/// Give the ORC Image its ID, as ORC would once it imported the Glance image.
+/// Give the ORC Image its ID and say it is available, as ORC would once it imported the Glance
+/// image.
 async fn publish_orc_image(h: &Harness, id: &str) {
     let gvk = GroupVersionKind::gvk("openstack.k-orc.cloud", "v1alpha1", "Image");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "images");
@@ -58,7 +59,11 @@ async fn publish_orc_image(h: &Harness, id: &str) {
     api.patch_status(
         "node-image",
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"id": id}})),
+        &Patch::Merge(json!({"status": {"id": id, "conditions": [
+            {"type": "Available", "status": "True", "reason": "Success", "message": "OpenStack resource is available",
+             "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1},
+            {"type": "Progressing", "status": "False", "reason": "Success", "message": "OpenStack resource is up to date",
+             "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}]}})),
     )
     .await
     .unwrap();
