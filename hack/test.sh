@@ -71,6 +71,9 @@ echo "using $CAPO_VENV"
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "docs/parity.md names only capo tests that exist"
+hack/tests/parity-references.sh
+
 step "image assembly is deterministic (hack/lib/oci.sh)"
 hack/tests/oci-determinism.sh
 
