@@ -399,11 +399,12 @@ async fn a_primary_subnet_is_listed_first_and_carries_the_api_vip() {
         filter: None,
     });
     spec.subnets = vec![by_id(&sn[0]), by_id(&sn[1])];
-    // Two IPv4 subnets without a primary one: which would carry the VIP is not guessed.
-    let err = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
+    // Two IPv4 subnets listed without a primary one: the first listed leads, as upstream.
+    let got = networking::ensure_cluster_network(&env.s, &owner("uid-1"), &spec, None)
         .await
-        .unwrap_err();
-    assert!(err.to_string().contains("spec.primarySubnet"), "{err}");
+        .unwrap();
+    let ids: Vec<&str> = got.subnets.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, vec![sn[0].id.as_str(), sn[1].id.as_str()]);
 
     spec.primary_subnet = Some(SubnetParam {
         id: None,
