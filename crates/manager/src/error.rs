@@ -32,6 +32,9 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// `HTTPS_PROXY` / `HTTP_PROXY` (or lower-case) holds a value capo cannot use.
+    #[error("proxy environment: {0}")]
+    Proxy(String),
     /// The probe or metrics server could not start (address taken, certificate not made).
     #[error("probe or metrics server: {0}")]
     Diagnostics(#[from] capo_tls::Error),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use capo_controller::Options;
 use capo_controller::metrics::ReconcileMetrics;
+use capo_openstack::proxy::ProxySettings;
 use capo_openstack::{ApiMetrics, ClientConfig, SessionCache};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -49,6 +50,9 @@ pub async fn run_with(
         tracing::warn!("{note}");
     }
     capo_openstack::tls::ensure_crypto_provider();
+    // The only place the proxy variables are read, once; the OpenStack clients get the result.
+    let proxy = proxy_settings(|name| std::env::var(name).ok())?;
+    log_proxies(&proxy);
     let config = kube_config(&flags).await?;
     let mut registry = Registry::default();
     let kube_metrics = ClientMetrics::register(&mut registry);
@@ -78,7 +82,10 @@ pub async fn run_with(
     tune(&mut options);
     let shared = Shared::new(
         client.clone(),
-        Arc::new(SessionCache::new(client_config(&flags)?, api_metrics)),
+        Arc::new(SessionCache::new(
+            client_config(&flags, proxy)?,
+            api_metrics,
+        )),
         options,
         metrics,
     );
@@ -304,8 +311,36 @@ async fn kube_config(flags: &Flags) -> Result<Config> {
     }
 }
 
-/// The session cache's settings: `--scope-cache-max-size` (0: no session kept), `--ca-certs`.
-fn client_config(flags: &Flags) -> Result<ClientConfig> {
+/// The proxies for the OpenStack APIs from environment variables looked up through `get`
+/// (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` and their lower-case forms, `REQUEST_METHOD`), with
+/// the rules of Go's `http.ProxyFromEnvironment` that upstream uses.
+fn proxy_settings(get: impl Fn(&str) -> Option<String>) -> Result<ProxySettings> {
+    ProxySettings::from_lookup(get).map_err(|e| Error::Proxy(e.to_string()))
+}
+
+/// Says at start which proxies the OpenStack clients use: scheme, host and port only, never
+/// the user or password a proxy URL may carry.
+fn log_proxies(proxy: &ProxySettings) {
+    if proxy.http_proxy_refused_cgi() {
+        tracing::warn!(
+            "REQUEST_METHOD is set (a CGI environment): HTTP_PROXY is not used, as Go refuses it there"
+        );
+    }
+    if proxy.is_empty() {
+        tracing::info!("OpenStack API requests go direct (no HTTPS_PROXY or HTTP_PROXY)");
+        return;
+    }
+    tracing::info!(
+        https_proxy = proxy.https_proxy_display().as_deref().unwrap_or("none"),
+        http_proxy = proxy.http_proxy_display().as_deref().unwrap_or("none"),
+        no_proxy = proxy.no_proxy(),
+        "OpenStack API requests use proxies from the environment (localhost and loopback addresses always go direct)"
+    );
+}
+
+/// The session cache's settings: `--scope-cache-max-size` (0: no session kept), `--ca-certs`,
+/// and the proxies read from the environment.
+fn client_config(flags: &Flags, proxy: ProxySettings) -> Result<ClientConfig> {
     let manager_ca = match &flags.ca_certs {
         Some(path) => {
             Some(
@@ -317,11 +352,13 @@ fn client_config(flags: &Flags) -> Result<ClientConfig> {
         }
         None => None,
     };
-    Ok(ClientConfig {
+    let mut config = ClientConfig {
         capacity: usize::try_from(flags.scope_cache_max_size).unwrap_or(usize::MAX),
         manager_ca,
         ..ClientConfig::default()
-    })
+    };
+    config.http.proxy = proxy;
+    Ok(config)
 }
 
 /// Per-controller concurrency from the flags; the template controller runs only with the
@@ -401,5 +438,37 @@ mod tests {
             "--openstackmachinetemplate-concurrency=3",
         ]);
         assert_eq!(off.machine_template, None);
+    }
+
+    #[test]
+    fn proxies_from_the_environment_reach_the_client_config() {
+        let vars = [
+            ("https_proxy", "http://op:s3cret@proxy.corp:3128"),
+            ("NO_PROXY", ".svc,10.0.0.0/8"),
+        ];
+        let get = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        let proxy = proxy_settings(get).unwrap();
+        log_proxies(&proxy);
+        let flags = Flags::parse_go_style(["capo-controller-manager"]).unwrap();
+        let config = client_config(&flags, proxy).unwrap();
+        let p = &config.http.proxy;
+        assert_eq!(
+            p.https_proxy_display().as_deref(),
+            Some("http://proxy.corp:3128 (with credentials)")
+        );
+        assert_eq!(p.http_proxy_display(), None);
+        assert_eq!(p.no_proxy(), ".svc,10.0.0.0/8");
+        assert!(!format!("{config:?}").contains("s3cret"));
+        // Unusable values stop the manager, naming the variable but not its value.
+        let socks =
+            |name: &str| (name == "HTTPS_PROXY").then(|| "socks5://op:s3cret@p:1080".into());
+        let e = proxy_settings(socks).unwrap_err().to_string();
+        assert!(e.contains("HTTPS_PROXY") && !e.contains("s3cret"), "{e}");
+        // Nothing set: no proxy, as before.
+        assert!(proxy_settings(|_| None).unwrap().is_empty());
     }
 }

@@ -83,6 +83,9 @@ pub enum Error {
     /// TLS configuration problem (CA PEM that does not parse, unreadable --ca-certs file).
     #[error("TLS configuration: {0}")]
     Tls(String),
+    /// Proxy configuration problem (a proxy URL that does not parse or is not http/https).
+    #[error("proxy configuration: {0}")]
+    Proxy(String),
     /// The service catalog has no usable endpoint for a service.
     #[error("no {service} endpoint in the catalog (region {region:?}, interface {interface})")]
     NoEndpoint {
@@ -135,6 +138,7 @@ impl Error {
             Error::Api { kind, .. } => kind.as_str(),
             Error::Credentials(_) | Error::IdentityNotAllowed(_) => "credentials",
             Error::Tls(_) => "tls",
+            Error::Proxy(_) => "proxy",
             Error::NoEndpoint { .. } => "no_endpoint",
             Error::MicroversionUnsupported { .. } => "microversion",
             Error::Decode { .. } => "decode",

@@ -38,6 +38,7 @@ pub mod image;
 pub mod loadbalancer;
 pub mod metrics;
 pub mod network;
+pub mod proxy;
 pub mod request;
 pub mod resource;
 pub mod retry;

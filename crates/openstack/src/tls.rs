@@ -6,8 +6,13 @@
 //! `verify: false` is honoured with a warning. TLS 1.2 is the minimum.
 //!
 //! HTTP clients (each one a connection pool) are shared by every session with the same trust
-//! settings, see [`crate::cache::SessionCache`]; proxies from the environment are not used
-//! (reqwest is built without its `system-proxy` feature), so no environment variable is read.
+//! settings, see [`crate::cache::SessionCache`]. No environment variable is read here: reqwest
+//! is built without its `system-proxy` feature and every client is built with an explicit proxy
+//! setting, [`HttpOptions::proxy`], which the manager reads once at start from `HTTPS_PROXY`,
+//! `HTTP_PROXY` and `NO_PROXY` (Go's rules, see [`crate::proxy`]) and passes down. The proxy
+//! setting is the same for every pool of a [`crate::cache::SessionCache`] (one process, one
+//! environment), so it is not part of the pool key. An `https` proxy is reached with the same
+//! trust settings as the cloud, as in Go.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +21,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::proxy::ProxySettings;
 
 /// Parse a PEM bundle: at least one certificate, every certificate block well-formed.
 pub use capo_tls::parse_pem;
@@ -84,6 +90,9 @@ pub struct HttpOptions {
     pub max_idle_per_host: usize,
     /// Idle connections are closed after this.
     pub idle_timeout: Duration,
+    /// Proxies for the OpenStack APIs (none by default); the manager's come from the
+    /// environment it read at start.
+    pub proxy: ProxySettings,
 }
 
 impl Default for HttpOptions {
@@ -93,6 +102,7 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(10),
             max_idle_per_host: 8,
             idle_timeout: Duration::from_secs(90),
+            proxy: ProxySettings::default(),
         }
     }
 }
@@ -164,8 +174,17 @@ pub fn build_client(
         .connect_timeout(opts.connect_timeout)
         .pool_max_idle_per_host(opts.max_idle_per_host)
         .pool_idle_timeout(opts.idle_timeout)
-        .tls_version_min(reqwest::tls::Version::TLS_1_2)
-        .no_proxy();
+        .tls_version_min(reqwest::tls::Version::TLS_1_2);
+    b = if opts.proxy.is_empty() {
+        b.no_proxy()
+    } else {
+        // A custom matcher, not reqwest's NoProxy: Go's rules (loopback, ports, IPv4-mapped
+        // addresses) are applied exactly; see `crate::proxy`.
+        let proxy = opts.proxy.clone();
+        b.proxy(reqwest::Proxy::custom(move |url| {
+            proxy.proxy_for(url).cloned()
+        }))
+    };
     if let Some(ca) = tls.effective_ca() {
         let source = if tls.secret_ca.is_some() {
             "Secret key \"cacert\""
