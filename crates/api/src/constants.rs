@@ -62,6 +62,9 @@ pub mod condition_types {
     pub const FLOATING_ADDRESS_FROM_POOL_READY: &str = "FloatingAddressFromPoolReady";
     /// An OpenStackFloatingIPPool can serve claims (upstream's spelling).
     pub const FLOATING_IP_POOL_READY: &str = "OpenstackFloatingIPPoolReadyCondition";
+    /// The object's OpenStack credentials work (upstream v0.15's condition, on every kind
+    /// that uses credentials).
+    pub const OPENSTACK_AUTHENTICATION_SUCCEEDED: &str = "OpenStackAuthenticationSucceeded";
 }
 
 /// Condition reasons (Cluster API v1beta1 style).
@@ -92,6 +95,12 @@ pub mod condition_reasons {
     pub const MAX_IPS_REACHED: &str = "MaxIPsReached";
     /// A floating IP pool's network cannot be resolved.
     pub const UNABLE_TO_FIND_NETWORK: &str = "UnableToFindNetwork";
+    /// The credentials could not be used to authenticate with OpenStack (upstream v0.15's
+    /// reason of a False `OpenStackAuthenticationSucceeded`).
+    pub const OPENSTACK_AUTHENTICATION_FAILED: &str = "OpenStackAuthenticationFailed";
+    /// Reason of a True `OpenStackAuthenticationSucceeded` (upstream v0.15's
+    /// `ReadyConditionReason`).
+    pub const READY: &str = "Ready";
 }
 
 /// Condition severities (Cluster API v1beta1).

@@ -121,6 +121,7 @@ pub fn severity_of(reason: &str) -> &'static str {
         | r::FLOATING_IP_ERROR
         | r::OPENSTACK_ERROR
         | r::UNABLE_TO_FIND_NETWORK
+        | r::OPENSTACK_AUTHENTICATION_FAILED
         | INVALID_CREDENTIALS => condition_severities::ERROR,
         INSTANCE_NOT_ACTIVE | r::MAX_IPS_REACHED => condition_severities::WARNING,
         _ => condition_severities::INFO,
@@ -477,6 +478,7 @@ mod tests {
             State::error(condition_reasons::OPENSTACK_ERROR, "m"),
             State::error(condition_reasons::UNABLE_TO_FIND_NETWORK, "m"),
             State::error(INVALID_CREDENTIALS, "m"),
+            State::error(condition_reasons::OPENSTACK_AUTHENTICATION_FAILED, "m"),
             State::warning(INSTANCE_NOT_ACTIVE, "m"),
             State::warning(condition_reasons::MAX_IPS_REACHED, "m"),
             State::info(INSTANCE_NOT_READY, "m"),

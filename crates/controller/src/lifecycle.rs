@@ -25,7 +25,22 @@
 //! 4. **Status.** Each step writes status when it changed ([`Scope::flush`], server-side apply);
 //!    a failure is reported on the condition of the step under way and on `Ready`, written,
 //!    and published as a Warning event ([`Scope::fail`]).
-//! 5. **Events in.** The object's own watch passes on only changes that can change the desired
+//! 5. **Authentication.** `OpenStackAuthenticationSucceeded` (upstream v0.15's condition, on
+//!    every kind) says whether the object's credentials work. It is False, reason
+//!    `OpenStackAuthenticationFailed`, when a reconcile fails on them
+//!    ([`Error::is_credentials_problem`]: identityRef Secret missing, clouds.yaml unusable,
+//!    namespace refused by an OpenStackClusterIdentity, Keystone answering 401), with the same
+//!    message as Ready (which keeps its reason `InvalidCredentials`); the message names the
+//!    Secret or identity, never what the Secret holds. Upstream authenticates eagerly when it
+//!    builds its client and sets True right then; a capo session authenticates lazily, on its
+//!    first request ([`capo_openstack::Session::authenticated`]), so capo sets True, reason
+//!    `Ready`, only once a session the reconcile obtained ([`Scope::session_for`]) has had a
+//!    token from Keystone: with the next status write after the cloud calls, or, when a
+//!    reconcile succeeds without another write, with one write of its own. A reconcile that
+//!    makes no cloud call (converged, waiting for something else) leaves the condition as
+//!    stored, and an object that never used its credentials has none. An OpenStackMachine's
+//!    cloud work is done by its OpenStackServer, so it also mirrors the server's condition.
+//! 6. **Events in.** The object's own watch passes on only changes that can change the desired
 //!    state (generation, labels, annotations, finalizers, owner references:
 //!    [`runtime::primary_stream`]), so the
 //!    status writes of a reconcile never wake it again; retries are the requeue it returned or
@@ -303,7 +318,10 @@ async fn run<K: Reconciled>(obj: Arc<K>, r: &Reconciler<K>) -> Result<Action> {
         return Ok(Action::await_change());
     }
     match Box::pin(K::apply(&mut scope, owners)).await {
-        Ok(action) => Ok(action),
+        Ok(action) => {
+            Box::pin(scope.flush_authentication()).await?;
+            Ok(action)
+        }
         Err(e) => Err(Box::pin(scope.fail(e)).await),
     }
 }
@@ -342,6 +360,11 @@ pub struct Scope<'a, K: Reconciled> {
     /// Condition type of the step under way (where a failure is reported besides Ready).
     pub step: &'static str,
     key: Key,
+    /// The OpenStack sessions this reconcile obtained ([`Scope::session_for`]).
+    sessions: std::sync::Mutex<Vec<capo_openstack::Session>>,
+    /// This reconcile failed because of the credentials: it reports the authentication False
+    /// whatever a session says.
+    authentication_failed: bool,
 }
 
 impl<'a, K: Reconciled> Scope<'a, K> {
@@ -366,6 +389,8 @@ impl<'a, K: Reconciled> Scope<'a, K> {
             written: status.clone(),
             status,
             key,
+            sessions: std::sync::Mutex::new(Vec::new()),
+            authentication_failed: false,
         }
     }
 
@@ -392,12 +417,19 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         format!("{} {}/{}", K::kind(&()), self.namespace, self.name)
     }
 
-    /// The OpenStack session of `identity`.
+    /// The OpenStack session of `identity`, remembered for the authentication condition
+    /// ([`Scope::note_authentication`]). Every cloud call of a reconcile takes its session here.
     pub async fn session_for(
         &self,
         identity: &OpenStackIdentityReference,
     ) -> Result<capo_openstack::Session> {
-        crate::credentials::session_for(self.ctx, &self.object(), &self.namespace, identity).await
+        let session =
+            crate::credentials::session_for(self.ctx, &self.object(), &self.namespace, identity)
+                .await?;
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.push(session.clone());
+        }
+        Ok(session)
     }
 
     /// The OpenStack session of the object's own identityRef.
@@ -418,6 +450,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// store one event behind this controller's own last write computes that write again: it
     /// is not sent twice ([`crate::memo::Memo::written_recently`]).
     pub async fn flush(&mut self) -> Result<()> {
+        self.note_authentication();
         if self.status == self.written {
             return Ok(());
         }
@@ -441,6 +474,40 @@ impl<'a, K: Reconciled> Scope<'a, K> {
         self.ctx.memo.record_write(&self.key, digest);
         self.written = self.status.clone();
         Ok(())
+    }
+
+    /// `OpenStackAuthenticationSucceeded=True` once a session this reconcile obtained has a
+    /// token from Keystone, unless the reconcile failed on its credentials (see the module
+    /// documentation). Sessions authenticate lazily, so this is looked at when status is
+    /// written, after the cloud calls before it.
+    fn note_authentication(&mut self) {
+        if self.authentication_failed {
+            return;
+        }
+        let authenticated = self
+            .sessions
+            .lock()
+            .is_ok_and(|s| s.iter().any(capo_openstack::Session::authenticated));
+        if authenticated {
+            self.set(
+                condition_types::OPENSTACK_AUTHENTICATION_SUCCEEDED,
+                State::noted(condition_reasons::READY, ""),
+            );
+        }
+    }
+
+    /// After a reconcile that succeeded: write status if the authentication condition changed
+    /// since the last write (a converged object whose reconcile writes nothing else still
+    /// records, once, that its credentials work).
+    async fn flush_authentication(&mut self) -> Result<()> {
+        self.note_authentication();
+        let type_ = condition_types::OPENSTACK_AUTHENTICATION_SUCCEEDED;
+        let now = conditions::get(K::conditions(&mut self.status), type_).cloned();
+        let written = conditions::get(K::conditions(&mut self.written), type_).cloned();
+        if now == written {
+            return Ok(());
+        }
+        self.flush().await
     }
 
     /// [`Scope::flush`] when a condition, or whether the object is provisioned, changed since
@@ -617,6 +684,16 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     async fn fail_with(&mut self, err: Error, message: String) -> Error {
         if err.is_conflict() {
             return err;
+        }
+        if err.is_credentials_problem() {
+            self.authentication_failed = true;
+            self.set(
+                condition_types::OPENSTACK_AUTHENTICATION_SUCCEEDED,
+                State::error(
+                    condition_reasons::OPENSTACK_AUTHENTICATION_FAILED,
+                    err.to_string(),
+                ),
+            );
         }
         let provisioned = K::provisioned(&self.status);
         let reason = failure_reason(&err, self.step, provisioned, K::INVALID_SPEC_REASON);

@@ -225,6 +225,21 @@ async fn secret_gone_cluster_and_bastion_abandoned_by_one_annotation() {
         .wait_cluster("c3", 30, "deletion blocked", |o| ready(o).contains(&want))
         .await;
     assert!(ready(&o).contains("Secret"), "{}", ready(&o));
+    let auth = o.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+    });
+    assert_eq!(
+        auth.map(|c| (c.status.as_str(), c.reason.as_deref())),
+        Some(("False", Some("OpenStackAuthenticationFailed"))),
+        "{auth:?}"
+    );
+    let message = auth.and_then(|c| c.message.clone()).unwrap_or_default();
+    assert!(
+        message.contains("cloud-config") && message.contains("not found"),
+        "{message}"
+    );
 
     annotate(&h.clusters(), "c3").await;
     h.wait_gone("c3", 30).await;

@@ -524,7 +524,25 @@ async fn identity_secret_edited_on_a_converged_cluster_is_used_within_a_sync_per
     h.options.verify_period = Duration::from_secs(3600);
     h.start();
     h.create_cluster("r1", &no_lb()).await;
-    h.wait_ready("r1").await;
+    let o = h.wait_ready("r1").await;
+    let authentication = |o: &capo_api::v1beta1::OpenStackCluster| {
+        o.status.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+                .map(|c| {
+                    (
+                        c.status.clone(),
+                        c.reason.clone().unwrap_or_default(),
+                        c.message.clone().unwrap_or_default(),
+                    )
+                })
+        })
+    };
+    assert_eq!(
+        authentication(&o),
+        Some(("True".into(), "Ready".into(), String::new()))
+    );
     let secrets: Api<Secret> = Api::namespaced(h.client.clone(), &h.ns);
     let set_password = |password: Option<&'static str>| {
         let mut doc: serde_json::Value = yaml_serde::from_str(&h.cloud.clouds_yaml()).unwrap();
@@ -555,14 +573,27 @@ async fn identity_secret_edited_on_a_converged_cluster_is_used_within_a_sync_per
             })
         })
         .await;
+    let (status, reason, message) = authentication(&o).unwrap_or_default();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "OpenStackAuthenticationFailed")
+    );
+    assert!(message.contains("401"), "{message}");
+    assert!(!message.contains("not-the-password"), "{message}");
     println!("with the wrong password: {}", common::status_json(Some(o)));
     set_password(None).await;
-    h.wait_cluster("r1", 20, "ready again with the right password", |o| {
-        o.status
-            .as_ref()
-            .is_some_and(|s| capo_controller::conditions::is_true(&s.conditions, "Ready"))
-    })
-    .await;
+    let o = h
+        .wait_cluster("r1", 20, "ready again with the right password", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| capo_controller::conditions::is_true(&s.conditions, "Ready"))
+        })
+        .await;
+    assert_eq!(
+        authentication(&o).map(|a| a.0).as_deref(),
+        Some("True"),
+        "authenticated again"
+    );
     h.delete_cluster("r1").await;
     h.wait_gone("r1", 60).await;
 }

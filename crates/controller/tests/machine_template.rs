@@ -82,6 +82,21 @@ spec:
     .await;
 }
 
+/// `OpenStackAuthenticationSucceeded` of `t`: (status, reason, message).
+fn authentication(t: &OpenStackMachineTemplate) -> Option<(String, String, String)> {
+    let c = t
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
 /// A template spec on `flavor` and the image named `image`, with the test identity.
 fn spec(flavor: &str, image: &str, rest: &str) -> String {
     format!(
@@ -292,6 +307,11 @@ async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
     let large = [("cpu", "4"), ("memory", "8Gi"), ("storage", "80Gi")];
     let t = wait_capacity(&h, "disk", &cap(&large)).await;
     assert_eq!(os(&t).as_deref(), Some("linux"));
+    assert_eq!(
+        authentication(&t),
+        Some(("True".into(), "Ready".into(), String::new())),
+        "the template's lookups authenticated"
+    );
     assert!(t.finalizers().is_empty(), "a template gets no finalizer");
     let bfv = [("cpu", "4"), ("memory", "8Gi"), ("storage", "120Gi")];
     wait_capacity(&h, "bfv", &cap(&bfv)).await;
@@ -318,6 +338,28 @@ async fn capacity_from_flavor_root_volume_ephemeral_disk_and_image() {
     template(&h, "inherits", owner, no_identity).await;
     let medium = [("cpu", "2"), ("memory", "4Gi"), ("storage", "40Gi")];
     wait_capacity(&h, "inherits", &cap(&medium)).await;
+
+    // A template whose identity Secret does not exist says so, without authenticating.
+    let missing = "flavor: m1.medium\nimage:\n  filter:\n    name: ubuntu-2404-kube-v1.34\nidentityRef:\n  name: no-such-secret\n  cloudName: openstack\n";
+    template(&h, "no-secret", owner, missing).await;
+    let t = wait(&h, "no-secret", 30, "authentication failure", |t| {
+        authentication(t).is_some_and(|(s, _, _)| s == "False")
+    })
+    .await;
+    let (_, reason, message) = authentication(&t).unwrap_or_default();
+    assert_eq!(reason, "OpenStackAuthenticationFailed");
+    assert!(
+        message.contains("no-such-secret") && message.contains("not found"),
+        "{message}"
+    );
+    assert_eq!(
+        ready(&t).map(|r| r.1).as_deref(),
+        Some("InvalidCredentials")
+    );
+    templates(&h)
+        .delete("no-secret", &Default::default())
+        .await
+        .unwrap();
 
     // A template without an owner Cluster (a ClusterClass's) is left alone.
     h.apply(&format!(

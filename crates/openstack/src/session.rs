@@ -8,7 +8,7 @@ mod send;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use chrono::Utc;
 use secrecy::SecretString;
@@ -50,6 +50,8 @@ struct Inner {
     auth_lock: Mutex<()>,
     generation: AtomicU64,
     token_requests: AtomicU64,
+    /// Whether the last token request succeeded ([`Session::authenticated`]).
+    authenticated: AtomicBool,
     versions: std::sync::Mutex<HashMap<Service, Arc<OnceCell<VersionRange>>>>,
 }
 
@@ -81,6 +83,7 @@ impl Session {
                 auth_lock: Mutex::new(()),
                 generation: AtomicU64::new(0),
                 token_requests: AtomicU64::new(0),
+                authenticated: AtomicBool::new(false),
                 versions: std::sync::Mutex::new(HashMap::new()),
             }),
         }
@@ -99,6 +102,13 @@ impl Session {
     /// Keystone token requests made by this session so far.
     pub fn token_requests(&self) -> u64 {
         self.inner.token_requests.load(Ordering::Relaxed)
+    }
+
+    /// Whether Keystone issued this session a token at its last request for one: false before
+    /// the session's first request (it authenticates lazily) and after a token request that
+    /// failed (credentials refused, Keystone unreachable), true once one succeeded.
+    pub fn authenticated(&self) -> bool {
+        self.inner.authenticated.load(Ordering::Relaxed)
     }
 
     /// Project ID from the token (authenticates if needed).
@@ -248,9 +258,13 @@ impl Session {
                 {
                     tokio::time::sleep(self.inner.retry.backoff(attempt)).await;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.inner.authenticated.store(false, Ordering::Relaxed);
+                    return Err(e);
+                }
             }
         };
+        self.inner.authenticated.store(true, Ordering::Relaxed);
         let state = Arc::new(state);
         *self.inner.token.write().await = Some(state.clone());
         let token = state.token.clone();

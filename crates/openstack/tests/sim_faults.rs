@@ -27,8 +27,10 @@ fn fault(method: &str, path_regex: &str, status: u16, count: u32, after_action: 
 async fn unauthorized_mid_session_reauthenticates_once() {
     let env = common::env().await;
     let s = env.session("capo-sim");
+    assert!(!s.authenticated(), "no token before the first request");
     list_flavors(&s).await.unwrap();
     assert_eq!(s.token_requests(), 1);
+    assert!(s.authenticated());
     env.sim
         .control()
         .add_faults(vec![fault("GET", "/compute/v2.1/flavors", 401, 1, false)])
@@ -43,6 +45,19 @@ async fn unauthorized_mid_session_reauthenticates_once() {
     let e = list_flavors(&s).await.unwrap_err();
     assert_eq!(e.kind(), Some(&ErrorKind::Unauthorized), "{e}");
     assert_eq!(s.token_requests(), 3);
+    // Keystone accepted the credentials again: the refusal came from the service.
+    assert!(s.authenticated());
+    // Keystone refusing the credentials at the re-authentication is remembered.
+    env.sim
+        .control()
+        .add_faults(vec![
+            fault("GET", "/compute/v2.1/flavors", 401, 1, false),
+            fault("POST", "auth/tokens", 401, 1, false),
+        ])
+        .unwrap();
+    let e = list_flavors(&s).await.unwrap_err();
+    assert_eq!(e.kind(), Some(&ErrorKind::Unauthorized), "{e}");
+    assert!(!s.authenticated(), "the last token request failed");
 }
 
 #[tokio::test]

@@ -133,6 +133,29 @@ mod tests {
     }
 
     #[test]
+    fn authentication_condition_round_trips_with_its_reasons() {
+        use crate::constants::{condition_reasons as r, condition_types as t};
+        let ok = v1(t::OPENSTACK_AUTHENTICATION_SUCCEEDED, Some(r::READY), None);
+        let mut failed = v1(
+            t::OPENSTACK_AUTHENTICATION_SUCCEEDED,
+            Some(r::OPENSTACK_AUTHENTICATION_FAILED),
+            Some("credentials: identityRef Secret ns/x not found"),
+        );
+        failed.status = "False".to_owned();
+        failed.severity = Some("Error".to_owned());
+        for c in [ok, failed] {
+            let up = to_v1beta2(std::slice::from_ref(&c), Some(2), "status.conditions")
+                .unwrap_or_else(|e| panic!("{}", e.path));
+            assert_eq!(up[0].reason, c.reason.clone().unwrap_or_default());
+            assert_eq!(up[0].status, c.status);
+            let down =
+                to_v1beta1(&up, "status.conditions").unwrap_or_else(|e| panic!("{}", e.path));
+            assert_eq!(down[0].reason, c.reason);
+            assert_eq!(down[0].message, c.message);
+        }
+    }
+
+    #[test]
     fn ready_needs_a_ready_condition() {
         assert_eq!(ready(&[]), None);
     }

@@ -4,8 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use capo_api::constants::condition_reasons;
 use capo_api::constants::condition_reasons::INSTANCE_DELETED;
-use capo_api::constants::condition_types::{INSTANCE_READY, READY};
+use capo_api::constants::condition_types::{
+    INSTANCE_READY, OPENSTACK_AUTHENTICATION_SUCCEEDED, READY,
+};
 use capo_api::constants::{CLUSTER_NAME_LABEL, SERVER_FINALIZER};
 use capo_api::names::provider_id;
 use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
@@ -22,7 +25,6 @@ use super::ingress;
 use super::scope::Scope;
 use crate::capi::Machine;
 use crate::conditions::{self, Entry, INSTANCE_NOT_READY, State};
-use crate::credentials::session_for;
 use crate::error::{Error, Result};
 use crate::memo::Part;
 use crate::runtime::OWNER_ID_ANNOTATION;
@@ -223,13 +225,7 @@ async fn node_resources(
 
 /// The session of the machine's server's identity.
 async fn server_session(scope: &Scope<'_>, oss: &OpenStackServer) -> Result<Session> {
-    session_for(
-        scope.ctx,
-        &scope.object(),
-        &scope.namespace,
-        &identity(&oss.spec),
-    )
-    .await
+    scope.session_for(&identity(&oss.spec)).await
 }
 
 /// The machine is ready: announce it the first time, write, and remember it converged.
@@ -305,7 +301,25 @@ fn copy_server_status(scope: &mut Scope<'_>, st: &OpenStackServerStatus) -> Resu
             State::info(INSTANCE_NOT_READY, SERVER_REQUESTED),
         ),
     }
+    if let Some(auth) = server_authentication(st) {
+        scope.set(OPENSTACK_AUTHENTICATION_SUCCEEDED, auth);
+    }
     Ok(())
+}
+
+/// The server's `OpenStackAuthenticationSucceeded`, for the machine: the server makes the
+/// machine's cloud calls with the machine's credentials, so whether they authenticate is the
+/// machine's to show too (a session of the machine's own, used for API traffic, writes it as
+/// well: [`crate::lifecycle`]).
+fn server_authentication(st: &OpenStackServerStatus) -> Option<State> {
+    let c = conditions::get(&st.conditions, OPENSTACK_AUTHENTICATION_SUCCEEDED)?;
+    let reason = c.reason().unwrap_or(condition_reasons::READY);
+    let message = c.message().unwrap_or_default();
+    match c.status() {
+        "True" => Some(State::noted(reason, message)),
+        "False" => Some(State::error(reason, message)),
+        _ => None,
+    }
 }
 
 /// `spec.providerID` = `openstack://<region>/<instanceID>`, written once the ID is known.

@@ -14,7 +14,6 @@ use kube::{Api, ResourceExt};
 use super::ingress::{self, Mode};
 use super::scope::Scope;
 use crate::conditions::{self, State};
-use crate::credentials::session_for;
 use crate::error::{KubeContext, Result};
 use crate::stored::Stored;
 
@@ -156,7 +155,7 @@ async fn session(
         .map(|o| crate::server_spec::identity(&o.spec))
         .or_else(|| scope.obj.spec.identity_ref.as_deref().cloned())
         .unwrap_or_else(|| osc.spec.identity_ref.clone());
-    session_for(scope.ctx, &scope.object(), &scope.namespace, &identity).await
+    scope.session_for(&identity).await
 }
 
 fn first_port(oss: Option<&OpenStackServer>) -> Option<String> {

@@ -26,20 +26,13 @@ use super::resolve::Resolver;
 use super::scope::Scope;
 use super::steady::{fingerprint, is_steady};
 use crate::conditions::{INSTANCE_NOT_ACTIVE, INSTANCE_NOT_READY, State};
-use crate::credentials::session_for;
 use crate::error::{Error, KubeContext, Result};
 use crate::memo::Part;
 use crate::server_spec::{identity, v1alpha1_resolved, v1beta1_resolved, v1beta1_spec};
 
 /// Reconcile an OpenStackServer that is not being deleted (finalizer in place).
 pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
-    let s = session_for(
-        scope.ctx,
-        &scope.object(),
-        &scope.namespace,
-        &identity(&scope.obj.spec),
-    )
-    .await?;
+    let s = scope.session_for(&identity(&scope.obj.spec)).await?;
     let key = scope.key();
     let fp = fingerprint(scope.obj, &scope.status)?;
     if let Some(id) = scope

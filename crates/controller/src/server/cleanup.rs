@@ -6,19 +6,12 @@ use capo_cloud::Progress;
 use capo_cloud::instance::{self, Recorded, port_name};
 
 use super::scope::Scope;
-use crate::credentials::session_for;
 use crate::error::Result;
 use crate::server_spec::{identity, v1beta1_spec};
 
 /// Delete everything of the server (Done once nothing is left).
 pub(super) async fn cleanup(scope: &mut Scope<'_>) -> Result<Progress> {
-    let s = session_for(
-        scope.ctx,
-        &scope.object(),
-        &scope.namespace,
-        &identity(&scope.obj.spec),
-    )
-    .await?;
+    let s = scope.session_for(&identity(&scope.obj.spec)).await?;
     let rec = Recorded {
         instance_id: scope.status.instance_id.clone(),
         port_ids: scope

@@ -29,6 +29,23 @@ async fn project_gone_cluster_annotation_lets_the_machines_go() {
     create_machine(&h, "c1", "c1-md-0", false, MACHINE).await;
     let cp = wait_machine_ready(&h, "c1-cp-0").await;
     let md = wait_machine_ready(&h, "c1-md-0").await;
+    // Both machines and the worker's server authenticated (the worker mirrors its server).
+    for m in [&cp, &md] {
+        let c = m.status.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+        });
+        assert_eq!(
+            c.map(|c| (c.status.as_str(), c.reason.as_deref())),
+            Some(("True", Some("Ready"))),
+            "{c:?}"
+        );
+    }
+    assert_eq!(
+        server_authentication(&h, "c1-md-0").await.map(|c| c.0),
+        Some("True".to_owned())
+    );
     let cp_id = cp.status.unwrap().instance_id.unwrap();
     let md_id = md.status.unwrap().instance_id.unwrap();
 
@@ -46,6 +63,27 @@ async fn project_gone_cluster_annotation_lets_the_machines_go() {
     assert!(m.contains(&want), "server c1-md-0: {m}");
     let m = machine_ready_message(&h, "c1-cp-0").await;
     assert!(m.contains(&want), "machine c1-cp-0: {m}");
+    // Keystone refuses the credentials: the authentication condition says so on both.
+    let (status, reason, message) = server_authentication(&h, "c1-md-0")
+        .await
+        .unwrap_or_default();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "OpenStackAuthenticationFailed"),
+        "{message}"
+    );
+    assert!(message.contains("401"), "{message}");
+    let m = machines(&h).get("c1-cp-0").await.unwrap();
+    let c = m.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+    });
+    assert_eq!(
+        c.map(|c| (c.status.as_str(), c.reason.as_deref())),
+        Some(("False", Some("OpenStackAuthenticationFailed"))),
+        "{c:?}"
+    );
 
     let patch = serde_json::json!({"metadata": {"annotations": {ABANDON_ANNOTATION: "true"}}});
     h.clusters()
@@ -67,6 +105,17 @@ async fn project_gone_cluster_annotation_lets_the_machines_go() {
     wait_machine_gone(&h, "c1-cp-0", 30).await;
     let ev = wait_warning(&h, "c1-cp-0", "Abandoned").await;
     assert!(ev.contains(&cp_id), "{ev}");
+}
+
+/// `OpenStackAuthenticationSucceeded` of OpenStackServer `name`: (status, reason, message).
+async fn server_authentication(h: &Harness, name: &str) -> Option<(String, String, String)> {
+    let s = servers(h).get_opt(name).await.unwrap()?;
+    let c = s
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "OpenStackAuthenticationSucceeded")?;
+    Some((c.status, c.reason, c.message))
 }
 
 /// Ready's message of OpenStackServer `name` once it names the abandon annotation.

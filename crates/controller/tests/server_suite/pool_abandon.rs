@@ -32,6 +32,16 @@ async fn pool_without_credentials_is_abandoned_with_its_annotation() {
         || async { format!("{address} never recorded as claimed") },
     )
     .await;
+    let auth = |p: &OpenStackFloatingIPPool| {
+        let st = p.status.as_ref()?;
+        conditions::get(&st.conditions, "OpenStackAuthenticationSucceeded").cloned()
+    };
+    let c = auth(&pools.get("p").await.unwrap());
+    assert_eq!(
+        c.as_ref().map(|c| (c.status.as_str(), c.reason.as_str())),
+        Some(("True", "Ready")),
+        "{c:?}"
+    );
     Api::<Secret>::namespaced(h.client.clone(), &h.ns)
         .delete("cloud-config", &Default::default())
         .await
@@ -52,6 +62,17 @@ async fn pool_without_credentials_is_abandoned_with_its_annotation() {
     )
     .await;
     assert!(message.contains("cloud-config"), "{message}");
+    let c = auth(&pools.get("p").await.unwrap()).expect("an authentication condition");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "OpenStackAuthenticationFailed"),
+        "{c:?}"
+    );
+    assert!(
+        c.message.contains("cloud-config") && c.message.contains("not found"),
+        "{}",
+        c.message
+    );
     let patch = serde_json::json!({"metadata": {"annotations": {ABANDON_ANNOTATION: "true"}}});
     pools
         .patch("p", &PatchParams::default(), &Patch::Merge(&patch))
