@@ -489,6 +489,16 @@ async fn boot_from_volume(
     o: &ServerOwner,
     local: Option<(&str, i32)>,
 ) -> (Recorded, Vec<String>, Vec<String>) {
+    boot_from_volume_typed(env, o, local, None).await
+}
+
+/// [`boot_from_volume`] with the Cinder type of the `etcd` volume.
+async fn boot_from_volume_typed(
+    env: &Env,
+    o: &ServerOwner,
+    local: Option<(&str, i32)>,
+    etcd_type: Option<&str>,
+) -> (Recorded, Vec<String>, Vec<String>) {
     let s = &env.s;
     let (n, sn) = network(env).await;
     let ports = [port_spec(o, &n, &sn, 0)];
@@ -498,7 +508,10 @@ async fn boot_from_volume(
         size_gib: 2,
         storage: BlockDeviceStorage {
             r#type: "Volume".into(),
-            volume: Some(BlockDeviceVolume::default()),
+            volume: Some(BlockDeviceVolume {
+                r#type: etcd_type.map(str::to_owned),
+                ..Default::default()
+            }),
         },
     }];
     devices.extend(local.map(|(name, size_gib)| AdditionalBlockDevice {
@@ -559,6 +572,79 @@ async fn boot_from_volume(
     }
     let names = plan.iter().map(|v| v.name.clone()).collect();
     (rec, vec![ports[0].name.clone()], names)
+}
+
+/// Upstream's "Volume that is multiattach": a server whose additional volume is of a
+/// multiattach type is created (Nova refuses such a volume below microversion 2.60, which a
+/// create without it shows), and the volume is attached.
+#[tokio::test]
+async fn a_multiattach_volume_is_attached_at_create() {
+    let env = fast_env().await;
+    let o = server_owner("ma");
+    // Nova below 2.60 refuses a multiattach volume: the simulator does too.
+    let vol = capo_openstack::blockstorage::create_volume(
+        &env.s,
+        &capo_openstack::blockstorage::VolumeCreate {
+            name: "probe".into(),
+            size: 1,
+            volume_type: Some("multiattach".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let flavor = instance::resolve_flavor(&env.s, None, Some("2"))
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        let v = capo_openstack::blockstorage::get_volume(&env.s, &vol.id)
+            .await
+            .unwrap();
+        if v.status == "available" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let old = capo_openstack::compute::create_server(
+        &env.s,
+        &capo_openstack::compute::ServerCreate {
+            name: "probe".into(),
+            flavor_id: flavor.id,
+            block_devices: vec![capo_openstack::compute::BlockDevice {
+                source_type: "volume".into(),
+                destination_type: "volume".into(),
+                uuid: Some(vol.id.clone()),
+                boot_index: 0,
+                delete_on_termination: false,
+                volume_size: None,
+                tag: None,
+            }],
+            multiattach: false,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(old.to_string().contains("2.60"), "{old}");
+    capo_openstack::blockstorage::delete_volume(&env.s, &vol.id)
+        .await
+        .unwrap();
+
+    let (_, _, names) = boot_from_volume_typed(&env, &o, None, Some("multiattach")).await;
+    assert_eq!(names, ["ma-root", "ma-etcd"]);
+    let server = &items(&env, "servers")[0];
+    assert_eq!(server["status"], "ACTIVE");
+    let etcd = named_volume(&env, "ma-etcd");
+    assert_eq!(etcd["multiattach"], true, "{etcd}");
+    assert_eq!(etcd["status"], "in-use", "{etcd}");
+    assert_eq!(etcd["attachments"][0]["server_id"], server["id"], "{etcd}");
+}
+
+fn named_volume(env: &Env, name: &str) -> serde_json::Value {
+    items(env, "volumes")
+        .into_iter()
+        .find(|v| v["name"] == name)
+        .unwrap()
 }
 
 /// DELETEs of servers the simulator answered.

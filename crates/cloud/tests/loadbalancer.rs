@@ -869,3 +869,123 @@ async fn refused_monitor_update_is_an_error() {
     converge(&env, &o, &spec, &c, Some(l.id.clone())).await;
     assert_eq!(items(&env, "healthmonitors")[0]["delay"].as_i64(), Some(15));
 }
+
+/// Upstream's "API server VIP is API Server Fixed IP": with `spec.apiServerFixedIP` (the VIP the
+/// cluster controller then passes), the load balancer is created with that address as its VIP.
+#[tokio::test]
+async fn api_server_fixed_ip_is_the_vip() {
+    let spec = OpenStackClusterSpec {
+        api_server_fixed_ip: Some("10.6.0.77".into()),
+        ..lb_spec(APIServerLoadBalancer::default())
+    };
+    let (env, _, _, l) = converged(&spec).await;
+    assert_eq!(l.vip_address, "10.6.0.77");
+    let lbs = items(&env, "loadbalancers");
+    assert_eq!(lbs.len(), 1);
+    assert_eq!(lbs[0]["vip_address"], "10.6.0.77");
+    let vip_port = items(&env, "ports")
+        .into_iter()
+        .find(|p| p["id"].as_str() == Some(l.vip_port_id.as_str()))
+        .unwrap();
+    assert_eq!(vip_port["fixed_ips"][0]["ip_address"], "10.6.0.77");
+}
+
+/// Call `ensure_member` until it is done.
+async fn member_until_done(env: &Env, t: MemberTarget<'_>, address: &str) {
+    for _ in 0..100 {
+        if lb::ensure_member(&env.s, t, address)
+            .await
+            .unwrap()
+            .is_done()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("member never converged");
+}
+
+/// Upstream's "LB member with wrong address, re-create": a member whose machine address changed
+/// is deleted and created again with the new address, one per port.
+#[tokio::test]
+async fn member_with_a_changed_address_is_recreated() {
+    let spec = lb_spec(APIServerLoadBalancer {
+        additional_ports: vec![8443],
+        ..Default::default()
+    });
+    let (env, _, _, l) = converged(&spec).await;
+    let ports = [6443, 8443];
+    let t = MemberTarget {
+        lb_id: &l.id,
+        ports: &ports,
+        machine: "cp-0",
+    };
+    member_until_done(&env, t, "10.6.0.10").await;
+    let names = ports.map(|p| format!("{}-{p}-cp-0", l.name));
+    let before: Vec<String> = names
+        .iter()
+        .map(|n| {
+            named(&env, "members", n)[0]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    env.sim.control().clear_requests();
+
+    member_until_done(&env, t, "10.6.0.11").await;
+    let w = writes(&env);
+    assert_eq!(
+        w.iter().filter(|l| l.starts_with("DELETE ")).count(),
+        2,
+        "{w:?}"
+    );
+    assert_eq!(
+        w.iter().filter(|l| l.starts_with("POST ")).count(),
+        2,
+        "{w:?}"
+    );
+    for (n, old) in names.iter().zip(&before) {
+        let got = named(&env, "members", n);
+        assert_eq!(got.len(), 1, "{n}: {got:?}");
+        assert_eq!(got[0]["address"], "10.6.0.11");
+        assert_ne!(got[0]["id"].as_str(), Some(old.as_str()), "{n} re-created");
+    }
+    assert_eq!(items(&env, "members").len(), 2);
+    // Converged: nothing more to do.
+    env.sim.control().clear_requests();
+    member_until_done(&env, t, "10.6.0.11").await;
+    assert!(writes(&env).is_empty(), "{:?}", writes(&env));
+}
+
+/// Upstream's "loadbalancer with specified flavor created": an enabled Octavia flavor named in
+/// `apiServerLoadBalancer.flavor` is found by name and the load balancer is created with its
+/// ID; a disabled or unknown one is left out (Octavia's default flavor, with a warning).
+#[tokio::test]
+async fn octavia_flavor_found_by_name_is_used() {
+    let seed = capo_sim::Seed::default();
+    let flavor_id = |name: &str| {
+        seed.lb_flavors
+            .iter()
+            .find(|f| f.name == name)
+            .map(capo_sim::seed::SeedLbFlavor::id)
+            .unwrap()
+    };
+    for (name, want) in [
+        (
+            "amphora-single",
+            serde_json::json!(flavor_id("amphora-single")),
+        ),
+        ("amphora-ha", serde_json::Value::Null),
+        ("no-such-flavor", serde_json::Value::Null),
+    ] {
+        let spec = lb_spec(APIServerLoadBalancer {
+            flavor: Some(name.into()),
+            ..Default::default()
+        });
+        let (env, _, _, _) = converged(&spec).await;
+        let lbs = items(&env, "loadbalancers");
+        assert_eq!(lbs.len(), 1);
+        assert_eq!(lbs[0]["flavor_id"], want, "flavor {name}");
+    }
+}

@@ -123,8 +123,9 @@ pub fn server_spec(
             }];
         }
     }
-    let mut tags = spec.tags.clone();
-    for t in d.cluster_tags {
+    // Machine tags then cluster tags, each once, at its first place (upstream's InstanceTags).
+    let mut tags: Vec<String> = Vec::new();
+    for t in spec.tags.iter().chain(d.cluster_tags) {
         if !tags.contains(t) {
             tags.push(t.clone());
         }
@@ -256,6 +257,26 @@ mod tests {
             "10.0.0.5"
         );
         assert_eq!(s.ssh_key_name, "generated");
+    }
+
+    /// Upstream's "Duplicate tags": machine tags then cluster tags, a duplicate dropped wherever
+    /// it is (within the machine's, within the cluster's, or across them), the first kept.
+    #[test]
+    fn duplicate_tags_are_dropped_keeping_the_first() {
+        let id = identity();
+        let cluster_tags = ["tag2", "tag3", "tag3"].map(str::to_owned);
+        let d = Derivation {
+            cluster_identity: Some(&id),
+            cluster_tags: &cluster_tags,
+            cluster_network_id: Some("net-1"),
+            ..Default::default()
+        };
+        let spec = OpenStackMachineSpec {
+            tags: ["tag1", "tag2", "tag1"].map(str::to_owned).to_vec(),
+            ..Default::default()
+        };
+        let s = server_spec(&spec, &d).unwrap();
+        assert_eq!(s.tags, ["tag1", "tag2", "tag3"]);
     }
 
     #[test]

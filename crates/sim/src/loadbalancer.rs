@@ -272,12 +272,25 @@ async fn create_lb(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult 
             format!("Validation failure: Invalid availability zone: {az}"),
         ));
     }
-    if let Some(f) = req["flavor_id"].as_str() {
-        return Err(ApiError::bad_request(
-            SVC,
-            format!("Validation failure: Invalid flavor_id: {f}"),
-        ));
-    }
+    // Octavia's flavor validation: unknown -> InvalidOption, disabled -> DisabledOption.
+    let flavor_id = match req["flavor_id"].as_str() {
+        Some(f) => match w.seed.lb_flavors.iter().find(|lf| lf.id() == f) {
+            None => {
+                return Err(ApiError::bad_request(
+                    SVC,
+                    format!("{f} is not a valid option for flavor"),
+                ));
+            }
+            Some(lf) if !lf.enabled => {
+                return Err(ApiError::bad_request(
+                    SVC,
+                    format!("The selected flavor is not allowed in this deployment: {f}"),
+                ));
+            }
+            Some(_) => json!(f),
+        },
+        None => Value::Null,
+    };
     children::check_graph(&req["listeners"])?;
     let id = new_id();
     let (port, own) = vip_port(&mut w, &ctx, &req, &id)?;
@@ -288,7 +301,7 @@ async fn create_lb(State(st): State<AppState>, ctx: Ctx, b: Bytes) -> ApiResult 
         "project_id": ctx.project, "tenant_id": ctx.project, "created_at": now, "updated_at": null,
         "vip_address": port["fixed_ips"][0]["ip_address"], "vip_port_id": port["id"], "vip_subnet_id": port["fixed_ips"][0]["subnet_id"],
         "vip_network_id": port["network_id"], "vip_qos_policy_id": req.get("vip_qos_policy_id").cloned().unwrap_or(Value::Null),
-        "provider": provider, "flavor_id": null, "availability_zone": req.get("availability_zone").cloned().unwrap_or(Value::Null),
+        "provider": provider, "flavor_id": flavor_id, "availability_zone": req.get("availability_zone").cloned().unwrap_or(Value::Null),
         "tags": req.get("tags").cloned().unwrap_or(json!([])), "additional_vips": [], "vip_vnic_type": "normal", "vip_sg_ids": null,
         "_own_vip_port": own,
     });
@@ -437,8 +450,20 @@ async fn providers(_ctx: Ctx) -> ApiResult {
     )
 }
 
-async fn flavors(_ctx: Ctx) -> ApiResult {
-    ok(json!({"flavors": [], "flavors_links": []}))
+/// Octavia flavors (any project may list them), with attribute filters (`name`, `enabled`, ...),
+/// sorting and `fields`.
+async fn flavors(State(st): State<AppState>, _ctx: Ctx, q: Query) -> ApiResult {
+    let mut items: Vec<Value> = st
+        .world()
+        .seed
+        .lb_flavors
+        .iter()
+        .map(|f| json!({"id": f.id(), "name": f.name, "description": f.description, "enabled": f.enabled, "flavor_profile_id": crate::world::stable_id("lb-flavor-profile", &f.name)}))
+        .filter(|f| filter::matches(f, &q, &[]))
+        .collect();
+    filter::sort(&mut items, &q);
+    filter::select_fields(&mut items, &q);
+    ok(json!({"flavors": items, "flavors_links": []}))
 }
 
 async fn azs(State(st): State<AppState>, _ctx: Ctx) -> ApiResult {

@@ -121,6 +121,35 @@ pub struct SeedVolumeType {
     pub multiattach: bool,
 }
 
+/// A seeded Octavia flavor (its flavor profile is not modelled).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SeedLbFlavor {
+    /// Id (default: stable from the name).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: String,
+    /// Whether load balancers may be created with it.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl SeedLbFlavor {
+    /// The flavor's ID.
+    pub fn id(&self) -> String {
+        self.id
+            .clone()
+            .unwrap_or_else(|| crate::world::stable_id("lb-flavor", &self.name))
+    }
+}
+
 /// The whole seed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -145,6 +174,8 @@ pub struct Seed {
     pub volume_availability_zones: Vec<String>,
     /// Volume types; the first is the default.
     pub volume_types: Vec<SeedVolumeType>,
+    /// Octavia flavors (`GET /v2/lbaas/flavors`; a load balancer may name an enabled one).
+    pub lb_flavors: Vec<SeedLbFlavor>,
     /// Default quota limits for every project (Nova, Neutron and Cinder keys; -1 = unlimited).
     pub quotas: BTreeMap<String, i64>,
     /// Nova's `reclaim_instance_interval`, in milliseconds: 0 (the default, as Nova's) deletes a
@@ -283,6 +314,20 @@ impl Default for Seed {
                 SeedVolumeType {
                     name: s("multiattach"),
                     multiattach: true,
+                },
+            ],
+            lb_flavors: vec![
+                SeedLbFlavor {
+                    id: None,
+                    name: s("amphora-single"),
+                    description: s("One amphora"),
+                    enabled: true,
+                },
+                SeedLbFlavor {
+                    id: None,
+                    name: s("amphora-ha"),
+                    description: s("Active/standby amphorae (disabled)"),
+                    enabled: false,
                 },
             ],
             quotas: quotas.into_iter().map(|(k, v)| (s(k), v)).collect(),

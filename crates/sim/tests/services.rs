@@ -108,6 +108,59 @@ async fn load_balancer_lifecycle_with_children_and_cascade() {
     );
 }
 
+/// Octavia flavors: listed with `name`/`enabled` filters; a load balancer takes an enabled one's
+/// ID, and is refused an unknown or a disabled one (Octavia's InvalidOption / DisabledOption).
+#[tokio::test]
+async fn octavia_flavors_listed_filtered_and_checked_on_create() {
+    let sim = common::with_lb_delays(0, 0, 0).await;
+    let c = common::capo(&sim).await;
+    let (_, all) = c.get(&format!("{LB}/flavors")).await;
+    let all = all["flavors"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 2, "{all:?}");
+    for f in &all {
+        for k in ["id", "name", "description", "enabled", "flavor_profile_id"] {
+            assert!(f.get(k).is_some(), "{k} missing in {f}");
+        }
+    }
+    let (_, one) = c.get(&format!("{LB}/flavors?name=amphora-single")).await;
+    let one = one["flavors"].as_array().unwrap().clone();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0]["enabled"], true);
+    let (_, off) = c.get(&format!("{LB}/flavors?enabled=false")).await;
+    assert_eq!(off["flavors"][0]["name"], "amphora-ha");
+    assert_eq!(off["flavors"].as_array().unwrap().len(), 1);
+
+    let (_, sub) = c.net_with_subnet("n", "10.0.0.0/24").await;
+    let create = |flavor: &Value| json!({"loadbalancer": {"name": "lb", "vip_subnet_id": sub, "flavor_id": flavor}});
+    let (st, l) = c
+        .post(&format!("{LB}/loadbalancers"), create(&one[0]["id"]))
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{l}");
+    assert_eq!(l["loadbalancer"]["flavor_id"], one[0]["id"]);
+    let (st, e) = c
+        .post(
+            &format!("{LB}/loadbalancers"),
+            create(&off["flavors"][0]["id"]),
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert!(
+        e["faultstring"].as_str().unwrap().contains("not allowed"),
+        "{e}"
+    );
+    let (st, e) = c
+        .post(&format!("{LB}/loadbalancers"), create(&json!("nope")))
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert!(
+        e["faultstring"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid option"),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn glance_filters_patch_upload_and_errors() {
     let sim = common::sim().await;

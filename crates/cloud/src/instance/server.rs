@@ -270,6 +270,95 @@ mod tests {
         assert!(!format!("{req:?}").contains("secret-bootstrap"));
     }
 
+    /// Upstream's "Volume that is multiattach": a server with a multiattach volume among its
+    /// devices is created at Nova microversion 2.60 (older ones refuse such a volume); without
+    /// one the create stays at the usual microversion.
+    #[test]
+    fn a_multiattach_volume_asks_nova_for_2_60() {
+        let owner = ServerOwner {
+            uid: "u".into(),
+            name: "m".into(),
+            spec_tags: vec![],
+        };
+        let vol = |d: &str, multiattach: bool| EnsuredVolume {
+            device: d.into(),
+            id: format!("v-{d}"),
+            multiattach,
+        };
+        let req = ServerRequest {
+            image_id: Some("img".into()),
+            volumes: vec![vol("root", false), vol("data", true)],
+            ..Default::default()
+        };
+        let spec = create_spec(&owner, &req);
+        assert!(spec.multiattach);
+        let r = compute::create_server_request(&spec);
+        assert_eq!(r.microversion, Some(compute::MULTIATTACH_MICROVERSION));
+        let plain = ServerRequest {
+            volumes: vec![vol("root", false), vol("data", false)],
+            ..req
+        };
+        let r = compute::create_server_request(&create_spec(&owner, &plain));
+        assert_ne!(r.microversion, Some(compute::MULTIATTACH_MICROVERSION));
+    }
+
+    /// Upstream's "With custom scheduler hint bool/number/string": the custom hints go into
+    /// `os:scheduler_hints` beside the server group, each with its JSON type.
+    #[test]
+    fn custom_scheduler_hints_go_beside_the_group() {
+        let owner = ServerOwner {
+            uid: "u".into(),
+            name: "m".into(),
+            spec_tags: vec![],
+        };
+        let req = ServerRequest {
+            server_group_id: Some("sg-1".into()),
+            scheduler_hints: BTreeMap::from([
+                ("hint_bool".to_owned(), serde_json::json!(true)),
+                ("hint_number".to_owned(), serde_json::json!(1)),
+                ("hint_string".to_owned(), serde_json::json!("x")),
+            ]),
+            ..Default::default()
+        };
+        let r = compute::create_server_request(&create_spec(&owner, &req));
+        let body = r.body.unwrap_or_default();
+        assert_eq!(
+            body["os:scheduler_hints"],
+            serde_json::json!({
+                "group": "sg-1",
+                "hint_bool": true,
+                "hint_number": 1,
+                "hint_string": "x",
+            })
+        );
+    }
+
+    /// Upstream's "Duplicate tags": the server's tags keep each tag once, at its first place.
+    #[test]
+    fn duplicate_tags_are_dropped_keeping_the_first() {
+        let owner = ServerOwner {
+            uid: "u".into(),
+            name: "m".into(),
+            spec_tags: vec!["tag1".into(), "tag2".into(), "tag1".into(), "tag3".into()],
+        };
+        let req = ServerRequest {
+            tags: vec!["tag3".into(), "tag4".into(), "tag2".into()],
+            ..Default::default()
+        };
+        let spec = create_spec(&owner, &req);
+        assert_eq!(
+            spec.tags,
+            ["tag1", "tag2", "tag3", "tag4", "capo-server-uid=u"]
+        );
+        let body = compute::create_server_request(&spec)
+            .body
+            .unwrap_or_default();
+        assert_eq!(
+            body["server"]["tags"],
+            serde_json::json!(["tag1", "tag2", "tag3", "tag4", "capo-server-uid=u"])
+        );
+    }
+
     /// Upstream's "Additional block devices success": without a root volume the image is the
     /// local root disk at boot index 0; every additional device, volume or local, carries its
     /// name as the device tag; the root volume has none.

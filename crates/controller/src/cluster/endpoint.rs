@@ -45,14 +45,7 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
     let recorded = scope.status.api_server_load_balancer.clone();
     let wants_fip = spec.wants_api_floating_ip();
     let preset = preset_endpoint_address(spec).await?;
-    // The VIP of a new load balancer, as upstream: the one recorded (a load balancer lost and
-    // made again keeps the address the endpoint may name), else spec.apiServerFixedIP, else,
-    // when the VIP is the endpoint, the address the preset endpoint names.
-    let vip_address = (recorded.as_ref())
-        .map(|r| r.internal_ip.clone())
-        .filter(|i| !i.is_empty())
-        .or_else(|| spec.api_server_fixed_ip.clone().filter(|i| !i.is_empty()))
-        .or_else(|| preset.clone().filter(|_| !wants_fip));
+    let vip_address = new_vip_address(recorded.as_ref(), spec, preset.as_deref());
     let inputs = LbInputs {
         spec,
         lb_network: &lb_net,
@@ -121,6 +114,25 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         fip::associate_floating_ip(s, &api_fip, &found.vip_port_id).await?;
     }
     Ok(Progress::Done(()))
+}
+
+/// The VIP of a new load balancer, as upstream: the one recorded (a load balancer lost and made
+/// again keeps the address the endpoint may name), else `spec.apiServerFixedIP`, else, when the
+/// VIP is the endpoint (no API floating IP), the address the preset endpoint names.
+fn new_vip_address(
+    recorded: Option<&LoadBalancer>,
+    spec: &OpenStackClusterSpec,
+    preset: Option<&str>,
+) -> Option<String> {
+    recorded
+        .map(|r| r.internal_ip.clone())
+        .filter(|i| !i.is_empty())
+        .or_else(|| spec.api_server_fixed_ip.clone().filter(|i| !i.is_empty()))
+        .or_else(|| {
+            preset
+                .filter(|_| !spec.wants_api_floating_ip())
+                .map(str::to_owned)
+        })
 }
 
 /// The address a valid preset `spec.controlPlaneEndpoint` names (set by the user, or kept
@@ -270,4 +282,42 @@ pub(super) async fn reconcile_failure_domains(scope: &mut Scope<'_>, s: &Session
     // Written with the next step's write (Ready, or the extensions' wait).
     scope.status.failure_domains = domains;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream's "API server VIP is API Server Fixed IP": `spec.apiServerFixedIP` is the VIP
+    /// asked for a new load balancer; a VIP recorded before the load balancer was lost comes
+    /// first, and a preset endpoint's address only when there is no API floating IP.
+    #[test]
+    fn api_server_fixed_ip_is_the_new_load_balancers_vip() {
+        let spec = OpenStackClusterSpec {
+            api_server_fixed_ip: Some("1.2.3.4".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            new_vip_address(None, &spec, Some("5.6.7.8")).as_deref(),
+            Some("1.2.3.4")
+        );
+        let recorded = LoadBalancer {
+            internal_ip: "10.0.0.9".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            new_vip_address(Some(&recorded), &spec, None).as_deref(),
+            Some("10.0.0.9")
+        );
+        let none = OpenStackClusterSpec::default();
+        assert_eq!(new_vip_address(None, &none, Some("5.6.7.8")), None);
+        let no_fip = OpenStackClusterSpec {
+            disable_api_server_floating_ip: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(
+            new_vip_address(None, &no_fip, Some("5.6.7.8")).as_deref(),
+            Some("5.6.7.8")
+        );
+    }
 }

@@ -480,6 +480,48 @@ async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
 mod tests {
     use super::*;
 
+    /// Upstream's "With custom scheduler hint bool/number/string": each custom hint becomes a
+    /// hint of its own JSON type, and the resolved server group is passed beside them (the
+    /// create puts it into the same `os:scheduler_hints`).
+    #[test]
+    fn custom_scheduler_hints_keep_their_type_beside_the_group() {
+        use capo_api::v1beta1::{SchedulerHintAdditionalProperty, SchedulerHintAdditionalValue};
+        let hint = |name: &str, r#type, bool, number, string: Option<&str>| {
+            SchedulerHintAdditionalProperty {
+                name: name.into(),
+                value: SchedulerHintAdditionalValue {
+                    bool,
+                    number,
+                    string: string.map(str::to_owned),
+                    r#type,
+                },
+            }
+        };
+        let spec = V1beta1ServerSpec {
+            scheduler_hint_additional_properties: vec![
+                hint("b", SchedulerHintValueType::Bool, Some(true), None, None),
+                hint("n", SchedulerHintValueType::Number, None, Some(1), None),
+                hint("s", SchedulerHintValueType::String, None, None, Some("x")),
+            ],
+            ..Default::default()
+        };
+        let resolved = ResolvedMachineSpec {
+            server_group_id: Some("sg-1".into()),
+            ..Default::default()
+        };
+        let req = request(&spec, &resolved, vec![], vec![], None);
+        assert_eq!(req.server_group_id.as_deref(), Some("sg-1"));
+        let want: BTreeMap<String, serde_json::Value> = [
+            ("b", serde_json::json!(true)),
+            ("n", serde_json::json!(1)),
+            ("s", serde_json::json!("x")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        assert_eq!(req.scheduler_hints, want);
+    }
+
     #[test]
     fn addresses_by_network_ipv4_first() {
         let server: Server = serde_json::from_value(serde_json::json!({

@@ -217,6 +217,20 @@ fn validate(w: &World, ctx: &Ctx, s: &Value, hints: &Value, mv: Mv) -> ApiResult
             .cloned()
             .unwrap_or_else(|| "nova".into()),
     };
+    // Nova's MultiattachNotSupportedOldMicroversion: a multiattach volume needs 2.60.
+    if !mv.at_least(2, 60)
+        && bdm.iter().any(|d| {
+            d["source_type"] == json!("volume")
+                && d["uuid"]
+                    .as_str()
+                    .and_then(|v| w.get("volumes", v))
+                    .is_some_and(|v| v.body["multiattach"] == json!(true))
+        })
+    {
+        return Err(bad(
+            "Multiattach volumes are only supported starting with compute API version 2.60.",
+        ));
+    }
     if mv.at_least(2, 37) && s.get("networks").is_none() {
         return Err(bad(
             "Invalid input for field/attribute server. Value: ... 'networks' is a required property",
