@@ -48,6 +48,10 @@ pub enum Error {
     ServerDeleted {
         /// The recorded server ID.
         id: String,
+        /// Nova's status of it when Nova still shows it (`DELETED`, `SOFT_DELETED`); `None`
+        /// when Nova no longer knows the ID (upstream's InstanceNotFound rather than
+        /// InstanceDeleted).
+        state: Option<String>,
     },
     /// A selector or a name matched more than one resource.
     #[error("{kind} selector {selector} matched {count} resources, expected one")]

@@ -448,7 +448,11 @@ async fn no_valid_host_reports_fault_then_recovers() {
     let err = worker(&env, &o, &ports, &mut rec, &resolved)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::ServerDeleted { .. }), "{err}");
+    // Nova no longer knows the ID: no state (the controller reports InstanceNotFound).
+    assert!(
+        matches!(err, Error::ServerDeleted { state: None, .. }),
+        "{err:?}"
+    );
     assert_eq!(count(&env, "servers"), 0);
 }
 
@@ -762,10 +766,10 @@ async fn a_server_soft_deleted_behind_capos_back_is_not_found_and_not_recreated(
             .unwrap()
             .is_none()
     );
-    // The recorded server is gone: ServerDeleted (the controller reports InstanceDeleted),
-    // never a second server under the same name.
+    // The recorded server is gone, Nova still shows it SOFT_DELETED: ServerDeleted with that
+    // state (the controller reports InstanceDeleted), never a second server under the name.
     match worker(&env, &o, &ports, &mut rec, &resolved).await {
-        Err(Error::ServerDeleted { .. }) => {}
+        Err(Error::ServerDeleted { state: Some(s), .. }) if s == "SOFT_DELETED" => {}
         other => panic!("expected ServerDeleted, got {other:?}"),
     }
     assert_eq!(count(&env, "servers"), 1);

@@ -39,7 +39,8 @@
 //!    reconcile succeeds without another write, with one write of its own. A reconcile that
 //!    makes no cloud call (converged, waiting for something else) leaves the condition as
 //!    stored, and an object that never used its credentials has none. An OpenStackMachine's
-//!    cloud work is done by its OpenStackServer, so it also mirrors the server's condition.
+//!    cloud work is done by its OpenStackServer, so it also mirrors the server's condition, with its
+//!    next write (never a write of its own while the server is on its way).
 //! 6. **Events in.** The object's own watch passes on only changes that can change the desired
 //!    state (generation, labels, annotations, finalizers, owner references:
 //!    [`runtime::primary_stream`]), so the
@@ -497,14 +498,21 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     }
 
     /// After a reconcile that succeeded: write status if the authentication condition changed
-    /// since the last write (a converged object whose reconcile writes nothing else still
-    /// records, once, that its credentials work).
+    /// since the last write because a session of this reconcile authenticated (a converged
+    /// object whose reconcile writes nothing else still records, once, that its credentials
+    /// work). A condition only mirrored from elsewhere (a machine's, from its server) waits
+    /// for the object's next write, so a machine still writes nothing while its server is
+    /// on its way.
     async fn flush_authentication(&mut self) -> Result<()> {
         self.note_authentication();
+        let own = self
+            .sessions
+            .lock()
+            .is_ok_and(|s| s.iter().any(capo_openstack::Session::authenticated));
         let type_ = condition_types::OPENSTACK_AUTHENTICATION_SUCCEEDED;
         let now = conditions::get(K::conditions(&mut self.status), type_).cloned();
         let written = conditions::get(K::conditions(&mut self.written), type_).cloned();
-        if now == written {
+        if !own || now == written {
             return Ok(());
         }
         self.flush().await

@@ -18,7 +18,8 @@
 //! - A server in ERROR (NoValidHost, quota) is reported with Nova's fault in InstanceReady and
 //!   Ready, deleted (ports and volumes are kept for the retry) and retried after
 //!   [`crate::Options::slow_retry`], never frozen.
-//! - A server deleted out of band is reported (reason InstanceDeleted), never silently
+//! - A server deleted out of band is reported (reason InstanceDeleted while Nova shows it
+//!   deleted, InstanceNotFound once Nova no longer knows its ID, as upstream), never silently
 //!   re-created.
 //! - A converged ACTIVE server costs one OpenStack request per reconcile (a GET of the server).
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for

@@ -46,8 +46,9 @@ pub struct ServerRequest {
 /// a slow backoff: the caller deletes the server and tries again). A lost create reply
 /// surfaces as a retryable error; the rerun adopts the server by name instead of creating it
 /// twice. A recorded server that no longer exists or is gone ([`is_gone`]: `SOFT_DELETED`
-/// too), and none by name either, was deleted out of band: [`Error::ServerDeleted`], never a
-/// silent re-create (the caller reports InstanceDeleted so a
+/// too), and none by name either, was deleted out of band: [`Error::ServerDeleted`] with the
+/// status Nova still shows for it, if any; never a silent re-create (the caller reports
+/// InstanceDeleted, or InstanceNotFound for an ID Nova no longer knows, so a
 /// MachineHealthCheck can remediate).
 pub async fn ensure_server(
     s: &Session,
@@ -58,7 +59,13 @@ pub async fn ensure_server(
     let server = match find_server(s, owner, recorded).await? {
         Some(found) => found,
         None if let Some(id) = recorded.filter(|r| !r.is_empty()) => {
-            return Err(Error::ServerDeleted { id: id.to_owned() });
+            // One more GET, on this rare path only: whether Nova still shows it (gone) or
+            // no longer knows it (not found), which the owner reports differently.
+            let state = get_server_any(s, id).await?.map(|v| v.status);
+            return Err(Error::ServerDeleted {
+                id: id.to_owned(),
+                state,
+            });
         }
         None => {
             let spec = create_spec(owner, req);

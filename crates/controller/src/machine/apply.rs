@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use capo_api::constants::condition_reasons;
-use capo_api::constants::condition_reasons::INSTANCE_DELETED;
+use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_NOT_FOUND};
 use capo_api::constants::condition_types::{
     INSTANCE_READY, OPENSTACK_AUTHENTICATION_SUCCEEDED, READY,
 };
@@ -167,12 +167,18 @@ async fn server_deleted(
     st: &OpenStackServerStatus,
 ) -> Result<Option<Action>> {
     let Some(c) = conditions::get(&st.conditions, INSTANCE_READY)
-        .filter(|c| c.reason() == Some(INSTANCE_DELETED))
+        .filter(|c| matches!(c.reason(), Some(INSTANCE_DELETED | INSTANCE_NOT_FOUND)))
     else {
         return Ok(None);
     };
     let message = c.message().unwrap_or_default().to_owned();
     scope.status.ready = Some(false);
+    // InstanceDeleted on the machine whichever the server says, as upstream's machine
+    // controller reports it.
+    scope.set(
+        INSTANCE_READY,
+        State::error(INSTANCE_DELETED, message.clone()),
+    );
     scope.set(READY, State::error(INSTANCE_DELETED, message));
     scope.flush().await?;
     Ok(Some(scope.resync_later()))

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use capo_api::constants::condition_reasons::{INSTANCE_DELETED, INSTANCE_STATE_ERROR};
+use capo_api::constants::condition_reasons::{
+    INSTANCE_DELETED, INSTANCE_NOT_FOUND, INSTANCE_STATE_ERROR,
+};
 use capo_api::constants::condition_types::{FLOATING_ADDRESS_FROM_POOL_READY, INSTANCE_READY};
 use capo_api::conversion::server::V1beta1ServerSpec;
 use capo_api::v1alpha1::{OpenStackServer, ServerResources};
@@ -97,7 +99,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         Err(capo_cloud::Error::InstanceFailed { id, fault, .. }) => {
             failed(scope, &s, &id, &fault).await
         }
-        Err(capo_cloud::Error::ServerDeleted { .. }) => deleted(scope).await,
+        Err(capo_cloud::Error::ServerDeleted { state, .. }) => deleted(scope, state).await,
         Err(e) => {
             scope.state.unseen.mark(&key);
             Err(e.into())
@@ -456,22 +458,28 @@ async fn failed(scope: &mut Scope<'_>, s: &Session, id: &str, fault: &str) -> Re
 }
 
 /// The recorded server is gone and nothing with its name exists: deleted outside capo. It is
-/// not re-created (upstream's contract): reported so a MachineHealthCheck can remediate.
-async fn deleted(scope: &mut Scope<'_>) -> Result<Action> {
+/// not re-created (upstream's contract): reported so a MachineHealthCheck can remediate, as
+/// upstream's server controller does: reason InstanceDeleted while Nova still shows it in a
+/// deleted `state`, InstanceNotFound once Nova no longer knows the ID.
+async fn deleted(scope: &mut Scope<'_>, state: Option<String>) -> Result<Action> {
     let id = scope.status.instance_id.clone().unwrap_or_default();
-    let message = format!("server {id} was deleted outside capo");
+    let (reason, message) = match &state {
+        Some(s) => (
+            INSTANCE_DELETED,
+            format!("server {id} was deleted outside capo (Nova shows it {s})"),
+        ),
+        None => (
+            INSTANCE_NOT_FOUND,
+            format!("server {id} was deleted outside capo (Nova no longer knows it)"),
+        ),
+    };
     scope.forget();
     scope.status.ready = false;
-    scope.status.instance_state = Some("DELETED".into());
-    scope.set_instance(State::error(INSTANCE_DELETED, message.clone()));
+    scope.status.instance_state = Some(state.unwrap_or_else(|| "DELETED".into()));
+    scope.set_instance(State::error(reason, message.clone()));
     scope.flush().await?;
     scope
-        .event(
-            EventType::Warning,
-            INSTANCE_DELETED,
-            "Reconcile",
-            Some(message),
-        )
+        .event(EventType::Warning, reason, "Reconcile", Some(message))
         .await;
     Ok(scope.resync_later())
 }

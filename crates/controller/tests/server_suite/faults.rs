@@ -195,6 +195,11 @@ async fn server_deleted_behind_our_back_is_reported_as_instance_deleted() {
     );
     let inst = conditions::get(&st.conditions, "InstanceReady").unwrap();
     assert_eq!(inst.reason.as_deref(), Some("InstanceDeleted"));
+    // The OpenStackServer says what Nova says: it no longer knows the ID (upstream's
+    // InstanceNotFound; InstanceDeleted is for a server Nova still shows deleted).
+    let oss = servers(&h).get("w-oob").await.unwrap().status.unwrap();
+    let inst = conditions::get(&oss.conditions, "InstanceReady").unwrap();
+    assert_eq!(inst.reason, "InstanceNotFound", "{inst:?}");
     assert_eq!(
         counts(&h, "w-oob").await[0],
         0,
