@@ -530,6 +530,7 @@ async fn a_requested_floating_ip_is_allocated_with_its_address_found_again_and_k
         external_network_id: &ext.id,
         port_id: "",
         recorded_ip: None,
+        named_ip: None,
     };
     // Not allocated yet: allocated with that address (and, being the user's, not tagged).
     env.sim.control().clear_requests();

@@ -92,6 +92,13 @@ pub struct FipTarget<'a> {
     pub port_id: &'a str,
     /// Address recorded in status.
     pub recorded_ip: Option<&'a str>,
+    /// An address named elsewhere (a preset `spec.controlPlaneEndpoint`): used when nothing is
+    /// requested or recorded, found by address or else allocated with it. Unlike `requested`
+    /// it says nothing of ownership: a floating IP found with it is ours only by its
+    /// description (so the one capo or upstream allocated for this cluster, named again by the
+    /// endpoint after a move or a takeover, still goes with the cluster), and one allocated
+    /// with it is ours.
+    pub named_ip: Option<&'a str>,
 }
 
 impl<'a> FipTarget<'a> {
@@ -108,13 +115,15 @@ impl<'a> FipTarget<'a> {
             external_network_id,
             port_id,
             recorded_ip,
+            named_ip: None,
         }
     }
 }
 
 /// Find or allocate a floating IP for `t.purpose` on `t.external_network_id`. Preference: the
 /// requested address (allocated with that address when absent), the address recorded in
-/// status, a floating IP already on the port, one this cluster allocated before, else a new one.
+/// status, the named address ([`FipTarget::named_ip`]), a floating IP already on the port, one
+/// this cluster allocated before, else a new one (with the named address when there is one).
 pub async fn ensure_floating_ip(
     s: &Session,
     owner: &Owner,
@@ -123,7 +132,9 @@ pub async fn ensure_floating_ip(
     let (purpose, external_network_id, vip_port_id, recorded_ip) =
         (t.purpose, t.external_network_id, t.port_id, t.recorded_ip);
     let wanted = t.requested.filter(|a| !a.is_empty());
-    if let Some(addr) = wanted.or(recorded_ip.filter(|a| !a.is_empty())) {
+    let named = t.named_ip.filter(|a| !a.is_empty());
+    let known = wanted.or(recorded_ip.filter(|a| !a.is_empty())).or(named);
+    if let Some(addr) = known {
         let f = ListFilter::default().with("floating_ip_address", addr);
         if let Some(fip) = list_fips(s, f).await?.into_iter().next() {
             let fip = adopt(s, owner, purpose, wanted, fip).await?;
@@ -155,7 +166,7 @@ pub async fn ensure_floating_ip(
     }
     let body = FloatingIpCreate {
         floating_network_id: external_network_id.to_owned(),
-        floating_ip_address: wanted.map(str::to_owned),
+        floating_ip_address: wanted.or(named).map(str::to_owned),
         // A user-requested address is the user's: it is not marked as ours, never deleted.
         description: Some(if wanted.is_some() {
             format!(

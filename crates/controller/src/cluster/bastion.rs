@@ -187,6 +187,7 @@ async fn bastion_floating_ip(
         external_network_id: &ext.id,
         port_id: &port.id,
         recorded_ip,
+        named_ip: None,
     };
     let found = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
     fip::associate_floating_ip(s, &found, &port.id).await?;

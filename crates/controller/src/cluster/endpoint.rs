@@ -102,9 +102,11 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
             &found.vip_port_id,
             recorded_ip.as_deref(),
         );
-        // As upstream: without spec.apiServerFloatingIP, the address a preset endpoint names is
-        // the floating IP to use (the user's, as a requested one is).
-        target.requested = target.requested.or(preset.as_deref());
+        // As upstream: without spec.apiServerFloatingIP or a recorded address, the address a
+        // preset endpoint names is the floating IP to use. Whose it is follows its description:
+        // the user's when they allocated it, ours when capo (or upstream, before a takeover)
+        // allocated it for this cluster or allocates it now.
+        target.named_ip = preset.as_deref();
         let api_fip = fip::ensure_floating_ip(s, &scope.owner, &target).await?;
         // Recorded before it is associated: a crash in between finds it again.
         if let Some(l) = scope.status.api_server_load_balancer.as_mut() {

@@ -96,6 +96,7 @@ pub(super) async fn ingress_floating_ip(
         external_network_id: &ext.id,
         port_id,
         recorded_ip: recorded_ip.as_deref(),
+        named_ip: None,
     };
     vip_floating_ip(scope, s, true, v, &target).await?;
     Ok(())
