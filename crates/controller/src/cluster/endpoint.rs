@@ -44,7 +44,19 @@ async fn reconcile_load_balancer(scope: &mut Scope<'_>, s: &Session) -> Result<P
         .unwrap_or_default();
     let recorded = scope.status.api_server_load_balancer.clone();
     let wants_fip = spec.wants_api_floating_ip();
-    let preset = preset_endpoint_address(spec).await?;
+    // The preset endpoint's address matters only while nothing else gives the VIP of a load
+    // balancer still to be made, or the floating IP: looked up (perhaps in DNS) only then, as
+    // upstream, never on the reconciles of a cluster that has both.
+    let unset = |v: Option<&str>| v.is_none_or(str::is_empty);
+    let vip_unknown = unset(recorded.as_ref().map(|r| r.internal_ip.as_str()))
+        && unset(spec.api_server_fixed_ip.as_deref());
+    let fip_unknown = unset(recorded.as_ref().map(|r| r.ip.as_str()))
+        && unset(spec.api_server_floating_ip.as_deref());
+    let preset = if (vip_unknown && !wants_fip) || (fip_unknown && wants_fip) {
+        preset_endpoint_address(spec).await?
+    } else {
+        None
+    };
     let vip_address = new_vip_address(recorded.as_ref(), spec, preset.as_deref());
     let inputs = LbInputs {
         spec,
