@@ -480,10 +480,10 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// `OpenStackAuthenticationSucceeded=True` once a session this reconcile obtained has a
     /// token from Keystone, unless the reconcile failed on its credentials (see the module
     /// documentation). Sessions authenticate lazily, so this is looked at when status is
-    /// written, after the cloud calls before it.
-    fn note_authentication(&mut self) {
+    /// written, after the cloud calls before it. True when it set the condition.
+    fn note_authentication(&mut self) -> bool {
         if self.authentication_failed {
-            return;
+            return false;
         }
         let authenticated = self
             .sessions
@@ -495,6 +495,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
                 State::noted(condition_reasons::READY, ""),
             );
         }
+        authenticated
     }
 
     /// After a reconcile that succeeded: write status if the authentication condition changed
@@ -504,11 +505,7 @@ impl<'a, K: Reconciled> Scope<'a, K> {
     /// for the object's next write, so a machine still writes nothing while its server is
     /// on its way.
     async fn flush_authentication(&mut self) -> Result<()> {
-        self.note_authentication();
-        let own = self
-            .sessions
-            .lock()
-            .is_ok_and(|s| s.iter().any(capo_openstack::Session::authenticated));
+        let own = self.note_authentication();
         let type_ = condition_types::OPENSTACK_AUTHENTICATION_SUCCEEDED;
         let now = conditions::get(K::conditions(&mut self.status), type_).cloned();
         let written = conditions::get(K::conditions(&mut self.written), type_).cloned();
