@@ -318,15 +318,31 @@ async fn make_app_credential(
     unrestricted: bool,
 ) -> (String, String) {
     let user = s.user_id().await.unwrap();
-    let reply = s
-        .send(&Request::post(
-            Service::Identity,
-            format!("users/{user}/application_credentials"),
-            "test_application_credential_create",
-            json!({"application_credential": {"name": name, "unrestricted": unrestricted}}),
-        ))
-        .await
-        .unwrap();
+    let request = Request::post(
+        Service::Identity,
+        format!("users/{user}/application_credentials"),
+        "test_application_credential_create",
+        json!({"application_credential": {"name": name, "unrestricted": unrestricted}}),
+    );
+    // The real Keystone (two workers, memcached) has twice answered a new project's user 400
+    // "Could not find role assignment" for a role its token carries, and accepted the same
+    // request later (capo's own reconciles went on): its cache of computed assignments
+    // catching up. The fixture waits for it as capo does; any other answer fails at once.
+    let mut tries = 0;
+    let reply = loop {
+        match s.send(&request).await {
+            Err(capo_openstack::Error::Api {
+                status: 400,
+                ref message,
+                ..
+            }) if tries < 10 && message.contains("Could not find role assignment") => {
+                tries += 1;
+                eprintln!("Keystone does not see the token's roles yet (try {tries}): {message}");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            other => break other.unwrap(),
+        }
+    };
     let body: Value = serde_json::from_slice(&reply.body).unwrap();
     let ac = &body["application_credential"];
     (
