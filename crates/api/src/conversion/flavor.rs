@@ -2,33 +2,30 @@
 //! v1beta2's structured `flavor` (`id` or `filter.name`, exactly one).
 //!
 //! v1beta1 lets both strings be set; the ID then wins, as it does upstream, and the name
-//! travels in the conversion-data annotation. v1beta2 values that are not exactly one of `id`
-//! or `filter.name` are invalid in v1beta2 and have no v1beta1 meaning: they are refused.
+//! travels in the conversion-data annotation. Neither set (an object admission would refuse,
+//! but one that may already be stored, or a partial object) converts to an empty v1beta2
+//! flavor and back, as upstream converts it: a conversion refused would make the object
+//! unreadable in the other version, and admission, not conversion, says what is missing. Other
+//! v1beta2 values that are not exactly one of `id` or `filter.name` have no v1beta1 meaning:
+//! they are refused.
 
 use crate::conversion::error::{ConversionError, join};
 use crate::v1beta2::{FlavorFilter, FlavorParam};
 
-/// v1beta1 `flavor` and `flavorID` of the machine spec at `path` as a v1beta2 flavor.
-pub(crate) fn to_v1beta2(
-    name: Option<&String>,
-    id: Option<&String>,
-    path: &str,
-) -> Result<FlavorParam, ConversionError> {
+/// v1beta1 `flavor` and `flavorID` of a machine spec as a v1beta2 flavor.
+pub(crate) fn to_v1beta2(name: Option<&String>, id: Option<&String>) -> FlavorParam {
     match (name, id) {
-        (_, Some(id)) => Ok(FlavorParam {
+        (_, Some(id)) => FlavorParam {
             filter: None,
             id: Some(id.clone()),
-        }),
-        (Some(name), None) => Ok(FlavorParam {
+        },
+        (Some(name), None) => FlavorParam {
             filter: Some(FlavorFilter {
                 name: Some(name.clone()),
             }),
             id: None,
-        }),
-        (None, None) => Err(ConversionError::new(
-            join(path, "flavor"),
-            "neither flavor nor flavorID is set; v1beta2 requires a flavor",
-        )),
+        },
+        (None, None) => FlavorParam::default(),
     }
 }
 
@@ -49,7 +46,7 @@ pub(crate) fn to_v1beta1(
             path,
             "sets both id and filter; exactly one is allowed",
         )),
-        (None, None) => Err(ConversionError::new(path, "sets neither id nor filter")),
+        (None, None) => Ok((None, None)),
     }
 }
 
@@ -60,9 +57,9 @@ mod tests {
     #[test]
     fn id_wins_over_name() {
         let (name, id) = (String::from("m1.small"), String::from("42"));
-        let f = to_v1beta2(Some(&name), Some(&id), "spec").unwrap_or_default();
+        let f = to_v1beta2(Some(&name), Some(&id));
         assert_eq!((f.id.as_deref(), f.filter), (Some("42"), None));
-        let f = to_v1beta2(Some(&name), None, "spec").unwrap_or_default();
+        let f = to_v1beta2(Some(&name), None);
         assert_eq!(to_v1beta1(&f, "spec").ok(), Some((Some(name), None)));
     }
 
@@ -70,12 +67,6 @@ mod tests {
     fn unrepresentable_flavors_are_refused_with_their_path() {
         let err =
             |r: Result<(Option<String>, Option<String>), ConversionError>| r.err().map(|e| e.path);
-        assert_eq!(
-            to_v1beta2(None, None, "spec.bastion.spec")
-                .err()
-                .map(|e| e.path),
-            Some("spec.bastion.spec.flavor".to_owned())
-        );
         let empty_filter = FlavorParam {
             filter: Some(FlavorFilter { name: None }),
             id: None,
@@ -94,9 +85,11 @@ mod tests {
             err(to_v1beta1(&both, "spec")),
             Some("spec.flavor".to_owned())
         );
-        assert_eq!(
-            err(to_v1beta1(&FlavorParam::default(), "spec")),
-            Some("spec.flavor".to_owned())
-        );
+    }
+
+    #[test]
+    fn no_flavor_converts_to_an_empty_flavor_and_back() {
+        assert_eq!(to_v1beta2(None, None), FlavorParam::default());
+        assert_eq!(to_v1beta1(&FlavorParam::default(), "spec").ok(), Some((None, None)));
     }
 }

@@ -18,7 +18,7 @@ pub(crate) fn to_v1beta2(
             &join(path, "additionalBlockDevices"),
         )?,
         config_drive: s.config_drive,
-        flavor: flavor::to_v1beta2(s.flavor.as_ref(), s.flavor_id.as_ref(), path)?,
+        flavor: flavor::to_v1beta2(s.flavor.as_ref(), s.flavor_id.as_ref()),
         floating_ip_pool_ref: s.floating_ip_pool_ref.as_deref().cloned(),
         identity_ref: s.identity_ref.as_deref().map(identity::to_v1beta2),
         image: recast(&s.image, &join(path, "image"))?,
