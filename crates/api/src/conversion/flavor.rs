@@ -90,6 +90,9 @@ mod tests {
     #[test]
     fn no_flavor_converts_to_an_empty_flavor_and_back() {
         assert_eq!(to_v1beta2(None, None), FlavorParam::default());
-        assert_eq!(to_v1beta1(&FlavorParam::default(), "spec").ok(), Some((None, None)));
+        assert_eq!(
+            to_v1beta1(&FlavorParam::default(), "spec").ok(),
+            Some((None, None))
+        );
     }
 }

@@ -52,10 +52,9 @@ pub(super) async fn apply(scope: &mut Scope<'_>) -> Result<Action> {
         .status
         .resolved
         .as_ref()
-        .filter(|r| !r.ports.is_empty())
         .map(v1beta1_resolved)
         .transpose()?;
-    let resolved = match recorded_resolution {
+    let resolved = match reusable(recorded_resolution, spec.ports.len()) {
         Some(r) => r,
         None => match resolve(scope, &s, &spec).await? {
             Progress::Done(r) => {
@@ -484,9 +483,38 @@ async fn deleted(scope: &mut Scope<'_>, state: Option<String>) -> Result<Action>
     Ok(scope.resync_later())
 }
 
+/// A recorded resolution is used as it is only when it has one port per port of the spec:
+/// one with no ports (written before its ports were resolved) or with another count (a status
+/// edited, or written from another spec) is made again, so the ports created are always the
+/// spec's, as upstream checks when it resolves them.
+fn reusable(
+    recorded: Option<ResolvedMachineSpec>,
+    spec_ports: usize,
+) -> Option<ResolvedMachineSpec> {
+    recorded.filter(|r| !r.ports.is_empty() && r.ports.len() == spec_ports)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Upstream's "Resolved ports length mismatch": a resolution never carries another number
+    /// of ports than the spec; capo's resolver makes one per spec port, and a recorded one with
+    /// another count is not reused.
+    #[test]
+    fn a_recorded_resolution_with_another_port_count_is_made_again() {
+        let with_ports = |n: usize| ResolvedMachineSpec {
+            flavor_id: Some("f".into()),
+            image_id: Some("i".into()),
+            ports: vec![Default::default(); n],
+            server_group_id: None,
+        };
+        assert_eq!(reusable(Some(with_ports(2)), 2), Some(with_ports(2)));
+        assert_eq!(reusable(Some(with_ports(1)), 2), None);
+        assert_eq!(reusable(Some(with_ports(3)), 2), None);
+        assert_eq!(reusable(Some(with_ports(0)), 1), None);
+        assert_eq!(reusable(None, 1), None);
+    }
 
     /// Upstream's "With custom scheduler hint bool/number/string": each custom hint becomes a
     /// hint of its own JSON type, and the resolved server group is passed beside them (the
