@@ -271,7 +271,9 @@ class Env:
         }))
         self.write("neutron/ml2.ini", ini({
             "ml2": {"type_drivers": "flat,vxlan", "tenant_network_types": "vxlan",
-                    "mechanism_drivers": "capo_agentless", "extension_drivers": "port_security"},
+                    "mechanism_drivers": "capo_agentless",
+                    # port_trusted: the `port-trusted-vif` extension (a port's own `trusted`).
+                    "extension_drivers": "port_security,port_trusted"},
             "ml2_type_flat": {"flat_networks": "public"},
             "ml2_type_vxlan": {"vni_ranges": "1:10000"},
         }))

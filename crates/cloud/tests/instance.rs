@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use capo_api::v1beta1::{
-    AdditionalBlockDevice, AddressPair, BlockDeviceStorage, BlockDeviceVolume, ImageFilter,
-    ImageParam, ResolvedFixedIP, ResolvedPortSpec, RootVolume,
+    AdditionalBlockDevice, AddressPair, BindingProfile, BlockDeviceStorage, BlockDeviceVolume,
+    ImageFilter, ImageParam, ResolvedFixedIP, ResolvedPortSpec, RootVolume,
 };
 use capo_cloud::instance::{self, Recorded, ServerOwner, ServerRequest, plan_volumes, port_name};
 use capo_cloud::{Error, Progress};
@@ -280,6 +280,45 @@ async fn two_ports_trunk_and_allowed_address_pairs() {
     assert!(writes(&env).is_empty(), "{:?}", writes(&env));
     delete_all(&env, &o, &rec, &[], &[]).await;
     nothing_left(&env);
+}
+
+/// A port asking for a trusted VF is made with the port's own `trusted` attribute on a Neutron
+/// with `port-trusted-vif` (capo-sim has it, as the real Neutron of the tests has): the
+/// extension list is read once per session, only for such ports, and Neutron mirrors the
+/// attribute into `binding:profile` for Nova.
+#[tokio::test]
+async fn a_trusted_vf_port_uses_the_ports_trusted_attribute() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    let o = server_owner("tv");
+    let plain = port_spec(&o, &n, &sn, 0);
+    let mut trusted = port_spec(&o, &n, &sn, 1);
+    trusted.profile = Some(BindingProfile {
+        ovs_hw_offload: Some(true),
+        trusted_vf: Some(true),
+    });
+    let mut second = port_spec(&o, &n, &sn, 2);
+    second.profile = trusted.profile.clone();
+    env.sim.control().clear_requests();
+    for spec in [&plain, &trusted, &second] {
+        instance::ensure_port(&env.s, &o, spec, None).await.unwrap();
+    }
+    let listed = trace(&env)
+        .iter()
+        .filter(|l| l.ends_with("/extensions"))
+        .count();
+    assert_eq!(listed, 1, "{:?}", trace(&env));
+    let ports = items(&env, "ports");
+    let port = |name: &str| ports.iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(port("tv-0")["trusted"], serde_json::Value::Null);
+    assert_eq!(port("tv-0")["binding:profile"], serde_json::json!({}));
+    for name in ["tv-1", "tv-2"] {
+        assert_eq!(port(name)["trusted"], true);
+        assert_eq!(
+            port(name)["binding:profile"],
+            serde_json::json!({"capabilities": ["switchdev"], "trusted": true})
+        );
+    }
 }
 
 /// A POST that is executed but whose reply is replaced by a 502 (built from JSON so the test

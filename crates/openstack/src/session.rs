@@ -6,7 +6,7 @@ mod auth;
 mod catalog;
 mod send;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -53,6 +53,8 @@ struct Inner {
     /// Whether the last token request succeeded ([`Session::authenticated`]).
     authenticated: AtomicBool,
     versions: std::sync::Mutex<HashMap<Service, Arc<OnceCell<VersionRange>>>>,
+    /// Neutron's extension aliases, listed once ([`Session::network_extensions`]).
+    network_extensions: OnceCell<Arc<BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -85,6 +87,7 @@ impl Session {
                 token_requests: AtomicU64::new(0),
                 authenticated: AtomicBool::new(false),
                 versions: std::sync::Mutex::new(HashMap::new()),
+                network_extensions: OnceCell::new(),
             }),
         }
     }
@@ -216,6 +219,19 @@ impl Session {
         cell.get_or_try_init(|| self.discover(service))
             .await
             .copied()
+    }
+
+    /// The aliases of Neutron's extensions (such as `port-trusted-vif`), listed once per
+    /// session (one GET) the first time a caller needs one; a failed list is not kept.
+    pub async fn network_extensions(&self) -> Result<Arc<BTreeSet<String>>> {
+        self.inner
+            .network_extensions
+            .get_or_try_init(|| async {
+                let listed = crate::network::list_extensions(self).await?;
+                Ok(Arc::new(listed.into_iter().map(|e| e.alias).collect()))
+            })
+            .await
+            .cloned()
     }
 
     /// A valid token (fresh, or newly requested) and its generation.

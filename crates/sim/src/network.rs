@@ -674,6 +674,7 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("net-mtu", "Network MTU"),
     ("net-mtu-writable", "Network MTU (writable)"),
     ("port-security", "Port Security"),
+    ("port-trusted-vif", "Port trusted vif"),
     ("project-id", "project_id field enabled"),
     ("quotas", "Quota management support"),
     ("quota_details", "Quota details management support"),

@@ -60,7 +60,12 @@ pub async fn ensure_port(
     let port = match find_port(s, owner, spec, recorded).await? {
         Some(p) => p,
         None => {
-            let body = port_body(spec)?;
+            let trusted_attribute = spec
+                .profile
+                .as_ref()
+                .is_some_and(|p| p.trusted_vf == Some(true))
+                && trusted_vif_extension(s).await?;
+            let body = port_body(spec, trusted_attribute)?;
             tracing::info!(name = %spec.name, network = %spec.network_id, "creating port");
             net::create::<Port>(s, PORT, &body)
                 .await
@@ -146,8 +151,23 @@ pub async fn delete_duplicate_ports(
     named_ports(s, owner, spec).await.map(drop)
 }
 
-/// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs` merged in as raw JSON.
-fn port_body(spec: &ResolvedPortSpec) -> Result<Value> {
+/// Whether Neutron has the `port-trusted-vif` extension, asked only for a port that wants a
+/// trusted VF (the extension list is read once per session).
+async fn trusted_vif_extension(s: &Session) -> Result<bool> {
+    let extensions = s
+        .network_extensions()
+        .await
+        .ctx(|| "list Neutron extensions".to_owned())?;
+    Ok(extensions.contains(TRUSTED_VIF_EXTENSION))
+}
+
+/// Neutron's extension that gives ports their own `trusted` attribute.
+const TRUSTED_VIF_EXTENSION: &str = "port-trusted-vif";
+
+/// The create body (the client wraps it in `{"port": ...}`): typed fields, then `valueSpecs`
+/// merged in as raw JSON. A trusted VF is asked for with the port's `trusted` attribute when
+/// `trusted_attribute` (Neutron has `port-trusted-vif`), else in `binding:profile`, as upstream.
+fn port_body(spec: &ResolvedPortSpec, trusted_attribute: bool) -> Result<Value> {
     let no_security = spec.disable_port_security == Some(true);
     let create = PortCreate {
         name: spec.name.clone(),
@@ -184,7 +204,11 @@ fn port_body(spec: &ResolvedPortSpec) -> Result<Value> {
         mac_address: spec.mac_address.clone(),
         vnic_type: spec.vnic_type.clone(),
         host_id: spec.host_id.clone(),
-        profile: spec.profile.as_ref().and_then(binding_profile),
+        profile: spec
+            .profile
+            .as_ref()
+            .and_then(|p| binding_profile(p, !trusted_attribute)),
+        trusted: trusted_attribute.then_some(true),
         propagate_uplink_status: spec.propagate_uplink_status,
         device_owner: None,
     };
@@ -198,13 +222,14 @@ fn port_body(spec: &ResolvedPortSpec) -> Result<Value> {
     Ok(port)
 }
 
-/// `binding:profile` of upstream's two switches (None when neither is set).
-fn binding_profile(p: &BindingProfile) -> Option<Value> {
+/// `binding:profile` of upstream's two switches (None when neither is set); the trusted VF
+/// only when `with_trusted` (it is not asked for with the port's own attribute).
+fn binding_profile(p: &BindingProfile, with_trusted: bool) -> Option<Value> {
     let mut m = serde_json::Map::new();
     if p.ovs_hw_offload == Some(true) {
         m.insert("capabilities".into(), json!(["switchdev"]));
     }
-    if p.trusted_vf == Some(true) {
+    if with_trusted && p.trusted_vf == Some(true) {
         m.insert("trusted".into(), json!(true));
     }
     (!m.is_empty()).then_some(Value::Object(m))
@@ -341,10 +366,50 @@ mod tests {
             trusted_vf: Some(true),
         };
         assert_eq!(
-            binding_profile(&p),
+            binding_profile(&p, true),
             Some(json!({"capabilities": ["switchdev"], "trusted": true}))
         );
-        assert_eq!(binding_profile(&BindingProfile::default()), None);
+        assert_eq!(binding_profile(&BindingProfile::default(), true), None);
+    }
+
+    /// Upstream's "uses port_trusted_vif extension when available instead of binding:profile":
+    /// with the extension the trusted VF is the port's own `trusted` attribute and
+    /// `binding:profile` keeps only the other switch; without it, `binding:profile` carries it.
+    #[test]
+    fn trusted_vf_is_the_ports_attribute_when_neutron_has_port_trusted_vif() {
+        let spec = ResolvedPortSpec {
+            name: "m-0".into(),
+            network_id: "n".into(),
+            profile: Some(BindingProfile {
+                ovs_hw_offload: Some(true),
+                trusted_vf: Some(true),
+            }),
+            ..Default::default()
+        };
+        let with = port_body(&spec, true).unwrap();
+        assert_eq!(with["trusted"], json!(true));
+        assert_eq!(
+            with["binding:profile"],
+            json!({"capabilities": ["switchdev"]})
+        );
+        let without = port_body(&spec, false).unwrap();
+        assert_eq!(without.get("trusted"), None);
+        assert_eq!(
+            without["binding:profile"],
+            json!({"capabilities": ["switchdev"], "trusted": true})
+        );
+        let only_trusted = ResolvedPortSpec {
+            profile: Some(BindingProfile {
+                ovs_hw_offload: None,
+                trusted_vf: Some(true),
+            }),
+            ..spec
+        };
+        let with = port_body(&only_trusted, true).unwrap();
+        assert_eq!(
+            (with.get("binding:profile"), &with["trusted"]),
+            (None, &json!(true))
+        );
     }
 
     #[test]
@@ -356,7 +421,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            port_body(&minimal).unwrap(),
+            port_body(&minimal, false).unwrap(),
             json!({"name": "m-0", "network_id": "n"})
         );
         let full = ResolvedPortSpec {
@@ -405,7 +470,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            port_body(&full).unwrap(),
+            port_body(&full, false).unwrap(),
             json!({
                 "name": "m-data",
                 "network_id": "n",
@@ -444,7 +509,7 @@ mod tests {
             allowed_address_pairs: vec![pair],
             ..Default::default()
         };
-        let on = port_body(&spec).unwrap();
+        let on = port_body(&spec, false).unwrap();
         assert_eq!(on["port_security_enabled"], json!(true));
         assert_eq!(
             on["allowed_address_pairs"],
@@ -452,7 +517,7 @@ mod tests {
         );
         // Neutron refuses address pairs on a port without port security: they are left out.
         spec.disable_port_security = Some(true);
-        let off = port_body(&spec).unwrap();
+        let off = port_body(&spec, false).unwrap();
         assert_eq!(off["port_security_enabled"], json!(false));
         assert!(off.get("allowed_address_pairs").is_none(), "{off}");
     }
@@ -472,7 +537,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let body = port_body(&spec).unwrap();
+        let body = port_body(&spec, false).unwrap();
         assert_eq!(body["security_groups"], json!([]));
         assert_eq!(body["port_security_enabled"], json!(false));
         assert_eq!(body["binding:vnic_type"], json!("direct"));

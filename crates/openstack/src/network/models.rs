@@ -221,6 +221,9 @@ pub struct PortCreate {
     pub host_id: Option<String>,
     #[serde(rename = "binding:profile", skip_serializing_if = "Option::is_none")]
     pub profile: Option<serde_json::Value>,
+    /// The port's own `trusted` attribute (Neutron's `port-trusted-vif` extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub propagate_uplink_status: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -27,7 +27,7 @@ fn defaults(mac: &str) -> Value {
         "security_groups": null, "port_security_enabled": null, "binding:vnic_type": "normal", "binding:host_id": "",
         "binding:profile": {}, "binding:vif_type": "unbound", "binding:vif_details": {}, "description": "",
         "dns_name": "", "dns_assignment": [], "dns_domain": "", "qos_policy_id": null, "qos_network_policy_id": null,
-        "propagate_uplink_status": false, "ip_allocation": "immediate", "tags": [],
+        "propagate_uplink_status": false, "ip_allocation": "immediate", "tags": [], "trusted": null,
     })
 }
 
@@ -183,6 +183,7 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
         }
     }
     body["allowed_address_pairs"] = fill_pairs(&body["allowed_address_pairs"], &mac);
+    trusted_into_profile(&mut body);
     let ips = allocate_ips(w, &net_id, &req["fixed_ips"], &mac)?;
     body["dns_assignment"] = dns_assignment(&ips);
     body["fixed_ips"] = Value::Array(ips);
@@ -190,6 +191,19 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
     let id = body["id"].as_str().unwrap_or_default().to_string();
     w.insert(COL, &id, &project, body.clone());
     Ok(body)
+}
+
+/// `port-trusted-vif`: a port's `trusted` attribute, when set, is also its
+/// `binding:profile.trusted` (what Nova reads), as Neutron's `port_trusted` driver writes it.
+fn trusted_into_profile(body: &mut Value) {
+    let trusted = body["trusted"].clone();
+    if trusted.is_null() {
+        return;
+    }
+    if !body["binding:profile"].is_object() {
+        body["binding:profile"] = json!({});
+    }
+    body["binding:profile"]["trusted"] = trusted;
 }
 
 /// Remove a port: release its addresses and disassociate floating IPs (no ownership checks).
@@ -268,6 +282,7 @@ const UPDATABLE: &[&str] = &[
     "propagate_uplink_status",
     "fixed_ips",
     "mac_address",
+    "trusted",
 ];
 
 /// Update a port (API and Nova's attach/detach).
@@ -330,6 +345,7 @@ pub fn update_port(w: &mut World, ctx: &Ctx, id: &str, mut req: Value) -> ApiRes
     }
     let rec = find_owned(w, ctx, COL, id)?;
     apply_update(&mut rec.body, &req, UPDATABLE)?;
+    trusted_into_profile(&mut rec.body);
     let ips: Vec<Value> = serde_json::from_value(rec.body["fixed_ips"].clone()).unwrap_or_default();
     rec.body["dns_assignment"] = dns_assignment(&ips);
     refresh_status(&mut rec.body);
