@@ -23,7 +23,9 @@
 //!   deterministic name; a resource created but not yet tagged (crash in between) is found by
 //!   name and tagged, never duplicated.
 //! - **Ownership**: a resource with our name but another cluster's ownership tag is never
-//!   touched; the call fails with [`Error::ForeignResource`] naming it.
+//!   touched; the call fails with [`Error::ForeignResource`] naming it. On a Neutron without
+//!   the `standard-attr-tag` extension the first tag write fails with
+//!   [`capo_openstack::Error::ExtensionMissing`]: nothing is made past that resource.
 //! - **No waiting**: functions never sleep or poll. Neutron's network calls complete
 //!   synchronously; a transient failure (5xx, 409 in use, 429) is returned as an error whose
 //!   [`Error::is_retryable`] is true, and the caller requeues with backoff.

@@ -321,6 +321,45 @@ async fn a_trusted_vf_port_uses_the_ports_trusted_attribute() {
     }
 }
 
+/// Upstream's "create port with tags and trunk when standard-attr-tag is not supported": on a
+/// Neutron without tags the port is made but its tag write is refused; capo says which
+/// extension is missing and goes no further (no trunk: upstream makes both untagged, but
+/// capo's ownership is the tag), and a rerun finds the port by name instead of making another.
+#[tokio::test]
+async fn a_neutron_without_tags_names_the_extension_and_makes_the_port_once() {
+    let env = fast_env().await;
+    let (n, sn) = network(&env).await;
+    env.sim.control().set_without_neutron_tags(true);
+    let o = server_owner("nt");
+    let mut spec = port_spec(&o, &n, &sn, 0);
+    spec.trunk = Some(true);
+    for _ in 0..2 {
+        let err = instance::ensure_port(&env.s, &o, &spec, None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::OpenStack {
+                    source: capo_openstack::Error::ExtensionMissing { extension, .. },
+                    ..
+                } if extension == "standard-attr-tag"
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("no standard-attr-tag extension"),
+            "{err}"
+        );
+    }
+    let named = items(&env, "ports")
+        .into_iter()
+        .filter(|p| p["name"] == "nt-0")
+        .count();
+    assert_eq!(named, 1);
+    assert_eq!(count(&env, "trunks"), 0);
+}
+
 /// A POST that is executed but whose reply is replaced by a 502 (built from JSON so the test
 /// does not depend on every field of the simulator's rule type).
 /// Two volumes under the server's root-volume name, as a create whose reply was lost and that

@@ -108,6 +108,18 @@ pub enum Error {
         /// Needed by the call.
         needed: String,
     },
+    /// The service lacks an API extension capo cannot work without (Neutron's
+    /// `standard-attr-tag`: capo marks what it makes with an ownership tag, and never adopts or
+    /// deletes what it cannot prove is its own).
+    #[error(
+        "the {service} service of this cloud has no {extension} extension, which capo needs to mark the resources it makes as its own"
+    )]
+    ExtensionMissing {
+        /// Service type.
+        service: String,
+        /// Extension alias.
+        extension: String,
+    },
     /// A reply could not be decoded into the expected shape.
     #[error("OpenStack {request}: unexpected reply: {message}")]
     Decode {
@@ -141,6 +153,7 @@ impl Error {
             Error::Proxy(_) => "proxy",
             Error::NoEndpoint { .. } => "no_endpoint",
             Error::MicroversionUnsupported { .. } => "microversion",
+            Error::ExtensionMissing { .. } => "extension",
             Error::Decode { .. } => "decode",
         }
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 pub use models::*;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::request::{Request, Service};
 use crate::session::Session;
 
@@ -127,13 +127,39 @@ pub fn add_tag_request(r: Resource, id: &str, tag: &str) -> Request {
         "tag_add",
     )
 }
-/// Replace a resource's tags.
+/// Neutron's extension that gives resources their `tags`.
+pub const TAG_EXTENSION: &str = "standard-attr-tag";
+
+/// Replace a resource's tags. A 404 from a Neutron without [`TAG_EXTENSION`] (it has no tags
+/// route) is [`Error::ExtensionMissing`] ([`tag_error`]).
 pub async fn replace_tags(s: &Session, r: Resource, id: &str, tags: &[String]) -> Result<()> {
-    s.send(&replace_tags_request(r, id, tags)).await.map(drop)
+    match s.send(&replace_tags_request(r, id, tags)).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(tag_error(s, e).await),
+    }
 }
-/// Add one tag.
+/// Add one tag (an error read as in [`replace_tags`]).
 pub async fn add_tag(s: &Session, r: Resource, id: &str, tag: &str) -> Result<()> {
-    s.send(&add_tag_request(r, id, tag)).await.map(drop)
+    match s.send(&add_tag_request(r, id, tag)).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(tag_error(s, e).await),
+    }
+}
+
+/// `e` from a tags write, or [`Error::ExtensionMissing`] when it is a 404 (Neutron without
+/// tags has no such route) and Neutron lists no [`TAG_EXTENSION`]: one extension list, read
+/// once per session, tells it apart from a resource gone. A failed list leaves `e`.
+async fn tag_error(s: &Session, e: Error) -> Error {
+    if !e.is_not_found() {
+        return e;
+    }
+    match s.network_extensions().await {
+        Ok(aliases) if !aliases.contains(TAG_EXTENSION) => Error::ExtensionMissing {
+            service: "network".into(),
+            extension: TAG_EXTENSION.into(),
+        },
+        _ => e,
+    }
 }
 
 /// GET /extensions.

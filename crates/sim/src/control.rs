@@ -294,6 +294,12 @@ impl Control {
         self.shared.world.lock().seed.internal_only_region = Some(region.to_owned());
     }
 
+    /// Make Neutron one without tags ([`Seed::without_neutron_tags`]) from now on, or one with
+    /// them again; kept by [`Control::reset`] (it is part of the seed).
+    pub fn set_without_neutron_tags(&self, without: bool) {
+        self.shared.world.lock().seed.without_neutron_tags = without;
+    }
+
     /// Reclaim every `SOFT_DELETED` server now, as Nova's periodic task does once
     /// `reclaim_instance_interval` has passed (ports Nova made deleted, others unbound, volumes
     /// detached, those marked `delete_on_termination` deleted); returns how many.

@@ -703,14 +703,40 @@ fn extension_json(alias: &str, name: &str) -> Value {
     json!({"alias": alias, "name": name, "description": name, "updated": "2020-01-01T10:00:00-00:00", "links": []})
 }
 
-async fn extensions() -> ApiResult {
+/// The extensions of this Neutron: [`EXTENSIONS`], less the tag ones when
+/// [`crate::seed::Seed::without_neutron_tags`].
+fn listed(st: &Shared) -> Vec<(&'static str, &'static str)> {
+    let untagged = st.world().seed.without_neutron_tags;
+    EXTENSIONS
+        .iter()
+        .filter(|(a, _)| !(untagged && TAG_EXTENSIONS.contains(a)))
+        .copied()
+        .collect()
+}
+
+/// What a Neutron without tags does not have.
+const TAG_EXTENSIONS: &[&str] = &["standard-attr-tag", "tag-creation"];
+
+/// Neutron's 404 for a path it has no route for (the tags routes without `standard-attr-tag`).
+pub fn no_tags_route(w: &crate::world::World) -> ApiResult<()> {
+    if w.seed.without_neutron_tags {
+        return Err(ApiError::not_found(
+            SVC,
+            "HTTPNotFound",
+            "The resource could not be found.",
+        ));
+    }
+    Ok(())
+}
+
+async fn extensions(State(st): State<AppState>) -> ApiResult {
     ok(
-        json!({"extensions": EXTENSIONS.iter().map(|(a, n)| extension_json(a, n)).collect::<Vec<_>>()}),
+        json!({"extensions": listed(&st).iter().map(|(a, n)| extension_json(a, n)).collect::<Vec<_>>()}),
     )
 }
 
-async fn extension(Path(alias): Path<String>) -> ApiResult {
-    EXTENSIONS
+async fn extension(State(st): State<AppState>, Path(alias): Path<String>) -> ApiResult {
+    listed(&st)
         .iter()
         .find(|(a, _)| *a == alias)
         .map(|(a, n)| reply(StatusCode::OK, json!({"extension": extension_json(a, n)})))

@@ -188,6 +188,10 @@ pub struct Seed {
     /// their public ones at a closed port ([`crate::identity::CLOSED_ENDPOINT`]): a client in that
     /// region works only when it uses internal endpoints. `None` (the default): one region.
     pub internal_only_region: Option<String>,
+    /// Neutron without `standard-attr-tag` (nor `tag-creation`): not listed, its tags routes
+    /// answer 404 as for any unknown path, and a port create with `tags` is refused.
+    #[serde(default)]
+    pub without_neutron_tags: bool,
 }
 
 fn s(v: &str) -> String {
@@ -333,6 +337,7 @@ impl Default for Seed {
             quotas: quotas.into_iter().map(|(k, v)| (s(k), v)).collect(),
             server_reclaim_ms: 0,
             internal_only_region: None,
+            without_neutron_tags: false,
         }
     }
 }

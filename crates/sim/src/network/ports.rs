@@ -152,6 +152,11 @@ pub fn create_port(w: &mut World, ctx: &Ctx, req: Value) -> ApiResult<Value> {
         .as_str()
         .map(str::to_string)
         .unwrap_or_else(random_mac);
+    if w.seed.without_neutron_tags && req.get("tags").is_some() {
+        return Err(
+            ApiError::bad_request(SVC, "Unrecognized attribute(s) 'tags'").kind("HTTPBadRequest"),
+        );
+    }
     let (project, mut body) = new_body(ctx, &req, defaults(&mac))?;
     check_tags(&body["tags"])?;
     body["tags"] = json!([]);

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::{AppState, Ctx, body, ok};
-use crate::network::{SVC, find, find_owned, lock, touch};
+use crate::network::{SVC, find, find_owned, lock, no_tags_route, touch};
 use crate::world::World;
 
 /// A scalar as Python's `'%s'` shows it in neutron-lib's validator messages.
@@ -80,6 +80,7 @@ pub async fn tags_get(
     Path((col, id)): Path<(String, String)>,
 ) -> ApiResult {
     let w = lock(&st, &ctx);
+    no_tags_route(&w)?;
     ok(json!({"tags": tags_of(&w, &ctx, &col, &id)?}))
 }
 
@@ -93,6 +94,7 @@ pub async fn tags_set(
     Path((col, id)): Path<(String, String)>,
     b: Bytes,
 ) -> ApiResult {
+    no_tags_route(&lock(&st, &ctx))?;
     let req = body(SVC, &b)?;
     let new = body_tags(&req)?;
     let mut w = lock(&st, &ctx);
@@ -117,6 +119,7 @@ pub async fn tags_clear(
     Path((col, id)): Path<(String, String)>,
 ) -> ApiResult {
     let mut w = lock(&st, &ctx);
+    no_tags_route(&w)?;
     set_tags(&mut w, &ctx, &col, &id, vec![])?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -129,6 +132,7 @@ pub async fn tag_one(
     Path((col, id, tag)): Path<(String, String, String)>,
 ) -> ApiResult {
     let mut w = lock(&st, &ctx);
+    no_tags_route(&w)?;
     let mut tags = tags_of(&w, &ctx, &col, &id)?;
     let present = tags.contains(&tag);
     let missing =
