@@ -10,7 +10,9 @@
 //! - No OpenStackServer before the finalizer is persisted.
 //! - The OpenStackServer is owned by the machine (controller reference), labelled with the
 //!   cluster, and does every OpenStack create and delete of the machine's server (see
-//!   [`crate::server`]).
+//!   [`crate::server`]). Its spec is written once, but for its ports' `allowedAddressPairs`,
+//!   which follow the machine's spec and the cluster's keepalived VIPs (the server controller
+//!   then updates the ports).
 //! - providerID is upstream's `openstack://<region>/<instanceID>` (region of the identityRef,
 //!   usually empty).
 //! - A server deleted out of band sets Ready False with reason InstanceDeleted for good (v1beta2

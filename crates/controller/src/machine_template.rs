@@ -2,9 +2,12 @@
 //! node of the template offers, for the cluster autoscaler scaling a MachineDeployment up
 //! from zero replicas, when no node exists to look at.
 //!
-//! Reconcile ([`crate::lifecycle`]): owner Cluster → its OpenStackCluster → pause → flavor
-//! and image ([`lookup`], cached) → `status.capacity` and `status.nodeInfo` ([`capacity`]) and
-//! Ready.
+//! Reconcile ([`crate::lifecycle`]): owner Cluster → its OpenStackCluster → pause → the
+//! ports' `allowedAddressPairs` carried to the machines cloned from the template
+//! ([`address_pairs`], Kubernetes only) → flavor and image ([`lookup`], cached) →
+//! `status.capacity` and `status.nodeInfo` ([`capacity`]) and Ready. As upstream, this
+//! controller runs only with the AutoScaleFromZero gate; without it, a machine's pairs are
+//! changed on the OpenStackMachine.
 //!
 //! ## Guarantees and assumptions
 //! - Only templates with an owner reference to a Cluster API Cluster are reconciled, as
@@ -25,6 +28,7 @@
 //!   reconciled at once, a fixed cloud at the next retry.
 //! - A converged template is read again every sync period, through the lookup caches.
 
+mod address_pairs;
 mod capacity;
 mod lookup;
 
@@ -45,6 +49,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+pub use address_pairs::APPLIED_ANNOTATION;
 pub use capacity::{OS_TYPE_PROPERTY, binary_si, decimal_si};
 pub use lookup::Lookups;
 
@@ -199,7 +204,9 @@ impl Reconciled for Stored<OpenStackMachineTemplate> {
         Ok(Some(action))
     }
 
-    async fn apply(scope: &mut Scope<'_>, _: TemplateOwners) -> Result<Action> {
+    async fn apply(scope: &mut Scope<'_>, owners: TemplateOwners) -> Result<Action> {
+        let cluster = owners.cluster.name_any();
+        address_pairs::carry(&scope.ctx.shared.client, scope.obj, &cluster).await?;
         apply(scope).await
     }
 

@@ -22,6 +22,9 @@
 //!   deleted, InstanceNotFound once Nova no longer knows its ID, as upstream), never silently
 //!   re-created.
 //! - A converged ACTIVE server costs one OpenStack request per reconcile (a GET of the server).
+//! - A port's `allowedAddressPairs` changed in the spec (the one port setting admission lets
+//!   change) is put on the Neutron port with one PUT once the server is ACTIVE, and recorded
+//!   in `status.resolved`, which says what each port was made or last updated with.
 //! - Image, flavor, server group, network, subnet and security group lookups are cached for
 //!   [`crate::Options::lookup_ttl`] (default [`crate::context::LOOKUP_TTL`]) across servers of the same cloud
 //!   project.

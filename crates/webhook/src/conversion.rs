@@ -188,13 +188,17 @@ mod tests {
         let response = review(ConversionRequest {
             uid: "r-2".into(),
             desired_api_version: "infrastructure.cluster.x-k8s.io/v1beta2".into(),
-            objects: vec![machine("good", Some("m1.small")), machine("bad", None)],
+            objects: vec![machine("good", Some("m1.small")), {
+                let mut bad = machine("bad", Some("m1.small"));
+                bad["spec"]["ports"] = json!([{"tags": "not-a-list"}]);
+                bad
+            }],
         });
         assert_eq!(response.result.status, "Failure");
         assert!(response.converted_objects.is_empty());
         let message = &response.result.message;
         assert!(message.contains("OpenStackMachine ns/bad"), "{message}");
-        assert!(message.contains("spec.flavor"), "{message}");
+        assert!(message.contains("spec.ports[0].tags"), "{message}");
     }
 
     #[test]

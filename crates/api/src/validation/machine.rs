@@ -280,8 +280,10 @@ impl Validate for OpenStackMachine {
         ValidationErrors::into_result(errors)
     }
 
-    /// As upstream: the spec is immutable except identityRef and providerID (the controller
-    /// rewrites it, e.g. to add the region to an ID written by an older release).
+    /// As upstream: the spec is immutable except identityRef, providerID (the controller
+    /// rewrites it, e.g. to add the region to an ID written by an older release) and, as
+    /// upstream's v0.15 line, each port's `allowedAddressPairs` (the machine controller pushes
+    /// them onto the existing ports).
     fn validate_update(
         &self,
         old: &Self,
@@ -293,6 +295,9 @@ impl Validate for OpenStackMachine {
         let mut allowed = old.spec.clone();
         allowed.identity_ref = self.spec.identity_ref.clone();
         allowed.provider_id = self.spec.provider_id.clone();
+        take_address_pairs(&mut allowed.ports, &self.spec.ports, |p| {
+            &mut p.allowed_address_pairs
+        });
         let detail = "a machine's spec cannot change; roll out a new machine instead";
         check_unchanged(&spec, &allowed, &self.spec, detail, &mut errors);
         ValidationErrors::into_result(errors)
@@ -311,9 +316,30 @@ impl Validate for OpenStackMachineTemplate {
         ValidationErrors::into_result(errors)
     }
 
-    /// Templates are immutable, except for the Cluster API topology controller's dry runs.
+    /// Templates are immutable, except for the Cluster API topology controller's dry runs
+    /// and, as upstream's v0.15 line, each port's `allowedAddressPairs` (pushed onto the
+    /// machines made from the template).
     fn validate_update(&self, old: &Self, context: &UpdateContext) -> Result<(), ValidationErrors> {
-        let (old, new) = (&old.spec.template.spec, &self.spec.template.spec);
-        check_template_update(self.validate_create(), old, new, context)
+        let new = &self.spec.template.spec;
+        let mut old = old.spec.template.spec.clone();
+        take_address_pairs(&mut old.ports, &new.ports, |p| &mut p.allowed_address_pairs);
+        check_template_update(self.validate_create(), &old, new, context)
+    }
+}
+
+/// Copy each port's address pairs from `new` into `old` when both have the same ports, so
+/// that a change of the pairs alone passes the immutability check (a port added or removed
+/// still fails it).
+pub(crate) fn take_address_pairs<P: Clone, A: Clone>(
+    old: &mut [P],
+    new: &[P],
+    pairs: impl Fn(&mut P) -> &mut A,
+) {
+    if old.len() != new.len() {
+        return;
+    }
+    for (o, n) in old.iter_mut().zip(new) {
+        let mut n = n.clone();
+        *pairs(o) = pairs(&mut n).clone();
     }
 }

@@ -70,7 +70,8 @@ impl Validate for OpenStackServer {
     }
 
     /// A server's spec is immutable: it describes one Nova server, which cannot be rebuilt
-    /// in place; the identity may be rotated. As upstream, the Cluster API topology
+    /// in place; the identity may be rotated, and each port's `allowedAddressPairs` may change
+    /// (the server controller updates the port). As upstream, the Cluster API topology
     /// controller's dry runs are not held to immutability (they persist nothing).
     fn validate_update(&self, old: &Self, context: &UpdateContext) -> Result<(), ValidationErrors> {
         let mut errors = Vec::new();
@@ -78,6 +79,9 @@ impl Validate for OpenStackServer {
         check_server_spec(&spec, &self.spec, &mut errors);
         let mut allowed = old.spec.clone();
         allowed.identity_ref = self.spec.identity_ref.clone();
+        super::machine::take_address_pairs(&mut allowed.ports, &self.spec.ports, |p| {
+            &mut p.opts.allowed_address_pairs
+        });
         if old.spec.identity_ref.region != self.spec.identity_ref.region {
             errors.push(FieldError::immutable(
                 &spec.child("identityRef").child("region"),

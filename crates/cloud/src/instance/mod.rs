@@ -22,7 +22,9 @@ pub mod volumes;
 
 pub use delete::{Recorded, delete_server_resources};
 pub use owner::ServerOwner;
-pub use ports::{EnsuredPort, delete_duplicate_ports, ensure_port, ensure_ports, port_name};
+pub use ports::{
+    EnsuredPort, delete_duplicate_ports, ensure_port, ensure_ports, port_name, set_address_pairs,
+};
 pub use resolve::{
     find_image, resolve_flavor, resolve_image, resolve_network, resolve_security_group,
     resolve_server_group, resolve_subnet, subnet_and_network,

@@ -151,6 +151,27 @@ pub async fn delete_duplicate_ports(
     named_ports(s, owner, spec).await.map(drop)
 }
 
+/// Replace the allowed address pairs of the existing port `id` with `pairs` (one PUT; a
+/// pair without a MAC takes the port's, as at create). Only for a port with port security:
+/// Neutron refuses pairs on one without.
+pub async fn set_address_pairs(
+    s: &Session,
+    id: &str,
+    pairs: &[capo_api::v1beta1::AddressPair],
+) -> Result<()> {
+    let pairs: Vec<AddressPair> = pairs
+        .iter()
+        .map(|a| AddressPair {
+            ip_address: a.ip_address.clone(),
+            mac_address: a.mac_address.clone(),
+        })
+        .collect();
+    net::update::<Port>(s, PORT, id, json!({"allowed_address_pairs": pairs}))
+        .await
+        .map(drop)
+        .ctx(|| format!("update the allowed address pairs of port {id}"))
+}
+
 /// Whether Neutron has the `port-trusted-vif` extension, asked only for a port that wants a
 /// trusted VF (the extension list is read once per session).
 async fn trusted_vif_extension(s: &Session) -> Result<bool> {

@@ -11,12 +11,12 @@ use capo_api::constants::condition_types::{
 };
 use capo_api::constants::{CLUSTER_NAME_LABEL, SERVER_FINALIZER};
 use capo_api::names::provider_id;
-use capo_api::v1alpha1::{OpenStackServer, OpenStackServerStatus};
+use capo_api::v1alpha1::{OpenStackServer, OpenStackServerSpec, OpenStackServerStatus};
 use capo_api::v1beta1::{Initialization, OpenStackCluster};
 use capo_cloud::Progress;
 use capo_openstack::Session;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
@@ -84,6 +84,7 @@ pub(super) async fn apply(scope: &mut Scope<'_>, inp: &Inputs<'_>) -> Result<Act
     if let Some(action) = previous_server_deleting(scope, &oss).await? {
         return Ok(action);
     }
+    address_pairs(scope, inp, &oss).await?;
     let st = oss.status.clone().unwrap_or_default();
     copy_server_status(scope, &st)?;
     set_provider_id(scope, &oss, &st).await?;
@@ -385,12 +386,39 @@ async fn reconcile_ingress(
     }
 }
 
-/// Create the OpenStackServer named like the machine (owned by it, as controller).
-async fn create_server(
-    scope: &Scope<'_>,
-    inp: &Inputs<'_>,
-    api: &Api<OpenStackServer>,
-) -> Result<()> {
+/// The server's ports accept the address pairs the machine asks for now: its spec's, which
+/// may change on an existing machine, with the cluster's keepalived VIPs (which may become
+/// known later). The OpenStackServer's pairs are replaced where they differ (the only change
+/// its admission allows on a port), and the server controller updates the Neutron ports. No
+/// write when they agree; a spec that cannot be derived now leaves the server as it is.
+async fn address_pairs(scope: &Scope<'_>, inp: &Inputs<'_>, oss: &OpenStackServer) -> Result<()> {
+    let Ok(want) = derived_spec(scope, inp) else {
+        return Ok(());
+    };
+    let mut ports = oss.spec.ports.clone();
+    for (port, wanted) in ports.iter_mut().zip(&want.ports) {
+        port.opts.allowed_address_pairs = wanted.opts.allowed_address_pairs.clone();
+    }
+    if ports == oss.spec.ports {
+        return Ok(());
+    }
+    tracing::info!(name = %scope.name, "updating the allowed address pairs of the OpenStackServer's ports");
+    let api: Api<OpenStackServer> =
+        Api::namespaced(scope.ctx.shared.client.clone(), &scope.namespace);
+    // The resource version makes a concurrent change fail (409) rather than be overwritten.
+    let patch = serde_json::json!({
+        "metadata": {"resourceVersion": oss.resource_version()},
+        "spec": {"ports": ports},
+    });
+    api.patch(&scope.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::kube(format!("update OpenStackServer {}", scope.name), e))?;
+    Ok(())
+}
+
+/// The OpenStackServer spec the machine derives now (its spec, the cluster's network, security
+/// group and BA/ACP extras).
+fn derived_spec(scope: &Scope<'_>, inp: &Inputs<'_>) -> Result<OpenStackServerSpec> {
     let osc_status = inp.osc.status.clone().unwrap_or_default();
     let sg = if inp.control_plane {
         osc_status.control_plane_security_group.as_ref()
@@ -412,7 +440,16 @@ async fn create_server(
         allowed_address_pairs: &pairs,
         default_ssh_key_name: ssh_key.as_deref(),
     };
-    let spec = server_spec(&scope.obj.spec, &d).map_err(Error::InvalidSpec)?;
+    server_spec(&scope.obj.spec, &d).map_err(Error::InvalidSpec)
+}
+
+/// Create the OpenStackServer named like the machine (owned by it, as controller).
+async fn create_server(
+    scope: &Scope<'_>,
+    inp: &Inputs<'_>,
+    api: &Api<OpenStackServer>,
+) -> Result<()> {
+    let spec = derived_spec(scope, inp)?;
     let server = OpenStackServer {
         metadata: ObjectMeta {
             name: Some(scope.name.clone()),

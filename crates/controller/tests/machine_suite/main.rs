@@ -8,6 +8,7 @@ mod common;
 mod machines;
 
 mod abandon;
+mod address_pairs;
 mod bad_input;
 mod economy;
 mod faults;

@@ -542,3 +542,19 @@ fn the_cloud_provider_volumes_annotation_takes_keep_or_delete() {
         one(&format!("metadata.annotations[{key}]"), "Invalid")
     );
 }
+
+/// A server's ports keep their settings but for their address pairs, which the machine
+/// controller may change (the server controller then updates the Neutron port).
+#[test]
+fn a_servers_port_address_pairs_may_change_and_nothing_else() {
+    let net = json!({"id": NET_ID});
+    let old = server(json!([{"network": net}]));
+    let pairs =
+        server(json!([{"network": net, "allowedAddressPairs": [{"ipAddress": "10.0.0.7"}]}]));
+    assert_eq!(summary(pairs.validate_update(&old, &CTX)), vec![]);
+    let other = server(json!([{"network": net, "description": "d"}]));
+    assert_eq!(
+        summary(other.validate_update(&old, &CTX)),
+        one("spec.ports[0].description", "Immutable")
+    );
+}

@@ -258,3 +258,32 @@ fn machine_templates_forbid_provider_id_and_changes() {
     };
     assert_eq!(summary(new.validate_update(&old, &dry_run)), vec![]);
 }
+
+/// Upstream's "Changing only allowedAddressPairs is allowed" (v0.15 line), on machines,
+/// templates and servers: the pairs of an existing port may change; the pairs with another
+/// field, or a port added, are still refused with the field named.
+#[test]
+fn only_the_address_pairs_of_existing_ports_may_change() {
+    let port = |pairs: Value| json!({"ports": [{"network": {"id": "8f0e5a5e-2a4c-4d55-9d3e-3f1f5d0b6a11"}, "allowedAddressPairs": pairs}]});
+    let (before, after) = (
+        port(json!([{"ipAddress": "10.0.0.5"}])),
+        port(json!([{"ipAddress": "10.0.0.5"}, {"ipAddress": "10.0.0.6"}])),
+    );
+    assert_eq!(updated_machine(before.clone(), after.clone()), vec![]);
+    assert_eq!(updated_machine(before.clone(), port(json!([]))), vec![]);
+    let with_flavor = merged(after.clone(), json!({"flavor": "m1.large"}));
+    assert_eq!(
+        updated_machine(before.clone(), with_flavor),
+        one("spec.flavor", "Immutable")
+    );
+    let two_ports = json!({"ports": [{"network": {"id": "8f0e5a5e-2a4c-4d55-9d3e-3f1f5d0b6a11"}}, {"network": {"id": "8f0e5a5e-2a4c-4d55-9d3e-3f1f5d0b6a11"}}]});
+    assert_eq!(
+        updated_machine(before.clone(), two_ports),
+        one("spec.ports", "Immutable")
+    );
+    let (old, new) = (
+        template(merged(machine_spec(), before)),
+        template(merged(machine_spec(), after)),
+    );
+    assert_eq!(summary(new.validate_update(&old, &CTX)), vec![]);
+}
