@@ -773,3 +773,77 @@ async fn a_neutron_without_tags_is_named_in_the_condition_and_the_deletion_leave
     );
     h.delete_cluster_leaving_nothing("t1").await;
 }
+
+/// Upstream's "should fail when namespace is denied access to ClusterIdentity": a cluster
+/// whose namespace the OpenStackClusterIdentity's selector refuses makes no cloud resource and
+/// says why in OpenStackAuthenticationSucceeded (False, OpenStackAuthenticationFailed, the
+/// identity and the namespace named); once the selector lets the namespace in, the cluster
+/// converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_the_cluster_identity_refuses_gets_authentication_failed_then_converges() {
+    let mut h = Harness::new("iddenied").await;
+    h.options.sync_period = Duration::from_secs(2);
+    let identity = h.ns.clone();
+    let identities = Api::<OpenStackClusterIdentity>::all(h.client.clone());
+    let selector =
+        |ns: &str| serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": ns}});
+    let spec: OpenStackClusterIdentity = serde_json::from_value(serde_json::json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "kind": "OpenStackClusterIdentity",
+        "metadata": {"name": identity},
+        "spec": {
+            "secretRef": {"name": "cloud-config", "namespace": h.ns},
+            "namespaceSelector": selector("some-other-namespace"),
+        },
+    }))
+    .unwrap();
+    identities.create(&Default::default(), &spec).await.unwrap();
+    h.start();
+    let through_identity = common::open_spec("10.12.0.0/24", "").replace(
+        "identityRef:\n  name: cloud-config\n",
+        &format!("identityRef:\n  type: ClusterIdentity\n  name: {identity}\n"),
+    );
+    h.create_cluster("d1", &through_identity).await;
+    let authentication = |o: &capo_api::v1beta1::OpenStackCluster| {
+        o.status.as_ref().and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+                .map(|c| {
+                    (
+                        c.status.clone(),
+                        c.reason.clone().unwrap_or_default(),
+                        c.message.clone().unwrap_or_default(),
+                    )
+                })
+        })
+    };
+    let o = h
+        .wait_cluster("d1", 30, "authentication refused", |o| {
+            authentication(o).is_some_and(|(s, _, _)| s == "False")
+        })
+        .await;
+    let (_, reason, message) = authentication(&o).unwrap();
+    assert_eq!(reason, "OpenStackAuthenticationFailed");
+    assert!(
+        message.contains(&identity) && message.contains(&h.ns),
+        "{message}"
+    );
+    assert!(h.inventory().await.is_empty(), "{:?}", h.inventory().await);
+    let allow = serde_json::json!({"spec": {"namespaceSelector": selector(&h.ns)}});
+    identities
+        .patch(
+            &identity,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&allow),
+        )
+        .await
+        .unwrap();
+    let o = h.wait_ready("d1").await;
+    assert_eq!(authentication(&o).map(|a| a.0), Some("True".into()));
+    h.delete_cluster_leaving_nothing("d1").await;
+    identities
+        .delete(&identity, &DeleteParams::default())
+        .await
+        .unwrap();
+}
