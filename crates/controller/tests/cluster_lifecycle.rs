@@ -375,17 +375,7 @@ async fn two_clusters_sharing_an_identity_secret_release_it_with_the_last() {
     // Cluster-scoped: named after the test's unique namespace.
     let identity = h.ns.clone();
     let identities = Api::<OpenStackClusterIdentity>::all(h.client.clone());
-    let spec: OpenStackClusterIdentity = serde_json::from_value(serde_json::json!({
-        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
-        "kind": "OpenStackClusterIdentity",
-        "metadata": {"name": identity},
-        "spec": {
-            "secretRef": {"name": "cloud-config", "namespace": h.ns},
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": h.ns}},
-        },
-    }))
-    .unwrap();
-    identities.create(&Default::default(), &spec).await.unwrap();
+    create_cluster_identity(&h, &h.ns).await;
     h.start();
     h.start_identity_finalizer();
     h.create_cluster("c6", &common::open_spec("10.10.0.0/24", ""))
@@ -525,20 +515,6 @@ async fn identity_secret_edited_on_a_converged_cluster_is_used_within_a_sync_per
     h.start();
     h.create_cluster("r1", &no_lb()).await;
     let o = h.wait_ready("r1").await;
-    let authentication = |o: &capo_api::v1beta1::OpenStackCluster| {
-        o.status.as_ref().and_then(|s| {
-            s.conditions
-                .iter()
-                .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
-                .map(|c| {
-                    (
-                        c.status.clone(),
-                        c.reason.clone().unwrap_or_default(),
-                        c.message.clone().unwrap_or_default(),
-                    )
-                })
-        })
-    };
     assert_eq!(
         authentication(&o),
         Some(("True".into(), "Ready".into(), String::new()))
@@ -785,39 +761,13 @@ async fn a_namespace_the_cluster_identity_refuses_gets_authentication_failed_the
     h.options.sync_period = Duration::from_secs(2);
     let identity = h.ns.clone();
     let identities = Api::<OpenStackClusterIdentity>::all(h.client.clone());
-    let selector =
-        |ns: &str| serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": ns}});
-    let spec: OpenStackClusterIdentity = serde_json::from_value(serde_json::json!({
-        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
-        "kind": "OpenStackClusterIdentity",
-        "metadata": {"name": identity},
-        "spec": {
-            "secretRef": {"name": "cloud-config", "namespace": h.ns},
-            "namespaceSelector": selector("some-other-namespace"),
-        },
-    }))
-    .unwrap();
-    identities.create(&Default::default(), &spec).await.unwrap();
+    create_cluster_identity(&h, "some-other-namespace").await;
     h.start();
     let through_identity = common::open_spec("10.12.0.0/24", "").replace(
         "identityRef:\n  name: cloud-config\n",
         &format!("identityRef:\n  type: ClusterIdentity\n  name: {identity}\n"),
     );
     h.create_cluster("d1", &through_identity).await;
-    let authentication = |o: &capo_api::v1beta1::OpenStackCluster| {
-        o.status.as_ref().and_then(|s| {
-            s.conditions
-                .iter()
-                .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
-                .map(|c| {
-                    (
-                        c.status.clone(),
-                        c.reason.clone().unwrap_or_default(),
-                        c.message.clone().unwrap_or_default(),
-                    )
-                })
-        })
-    };
     let o = h
         .wait_cluster("d1", 30, "authentication refused", |o| {
             authentication(o).is_some_and(|(s, _, _)| s == "False")
@@ -830,7 +780,7 @@ async fn a_namespace_the_cluster_identity_refuses_gets_authentication_failed_the
         "{message}"
     );
     assert!(h.inventory().await.is_empty(), "{:?}", h.inventory().await);
-    let allow = serde_json::json!({"spec": {"namespaceSelector": selector(&h.ns)}});
+    let allow = serde_json::json!({"spec": {"namespaceSelector": only_namespace(&h.ns)}});
     identities
         .patch(
             &identity,
@@ -846,4 +796,42 @@ async fn a_namespace_the_cluster_identity_refuses_gets_authentication_failed_the
         .delete(&identity, &DeleteParams::default())
         .await
         .unwrap();
+}
+
+/// OpenStackClusterIdentity named after the test's namespace (it is cluster-scoped), on the
+/// test's `cloud-config` Secret, usable from namespace `allowed` only.
+async fn create_cluster_identity(h: &Harness, allowed: &str) {
+    let spec: OpenStackClusterIdentity = serde_json::from_value(serde_json::json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "kind": "OpenStackClusterIdentity",
+        "metadata": {"name": h.ns},
+        "spec": {
+            "secretRef": {"name": "cloud-config", "namespace": h.ns},
+            "namespaceSelector": only_namespace(allowed),
+        },
+    }))
+    .unwrap();
+    let identities = Api::<OpenStackClusterIdentity>::all(h.client.clone());
+    identities.create(&Default::default(), &spec).await.unwrap();
+}
+
+/// A namespace selector matching namespace `ns` only.
+fn only_namespace(ns: &str) -> serde_json::Value {
+    serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": ns}})
+}
+
+/// `OpenStackAuthenticationSucceeded` of `o`: (status, reason, message).
+fn authentication(o: &capo_api::v1beta1::OpenStackCluster) -> Option<(String, String, String)> {
+    o.status.as_ref().and_then(|s| {
+        s.conditions
+            .iter()
+            .find(|c| c.r#type == "OpenStackAuthenticationSucceeded")
+            .map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                )
+            })
+    })
 }
